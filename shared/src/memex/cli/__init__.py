@@ -1,0 +1,1 @@
+"""The `memex` command line."""

@@ -1,0 +1,51 @@
+"""memex's command line: `memex --help` lists the commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from memex.cli import embed_command, stack_commands
+from memex.shared.stack import StackSettings
+from pydantic import ValidationError
+
+Command = Callable[[argparse.Namespace, StackSettings], int]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memex", description="memex, your cited personal memory")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="start the stack on loopback and wait until it is healthy")
+    up.add_argument("--foreground", action="store_true", help="supervise in this process")
+    up.set_defaults(run=stack_commands.up)
+
+    down = commands.add_parser("down", help="stop the stack")
+    down.set_defaults(run=stack_commands.down)
+
+    status = commands.add_parser("status", help="health of each service (exit 3: not running)")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(run=stack_commands.status)
+
+    embed = commands.add_parser("embed", help="embed texts with the running embedding service")
+    embed.add_argument("texts", nargs="+", help="texts to embed")
+    embed.add_argument("--query", action="store_true", help="embed as queries, not documents")
+    embed.add_argument("--json", action="store_true", help="print the vectors as JSON")
+    embed.set_defaults(run=embed_command.embed)
+
+    supervise = commands.add_parser("supervise")  # what `up` runs in the background
+    supervise.set_defaults(run=stack_commands.supervise, foreground=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parses the command line and settings, runs the command, exits with its code."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = StackSettings()
+    except ValidationError as exc:
+        print(f"invalid MEMEX_* setting:\n{exc}", file=sys.stderr)
+        sys.exit(2)
+    run: Command = args.run
+    sys.exit(run(args, settings))

@@ -1,0 +1,134 @@
+"""`memex up`, `down`, `status` and the hidden `supervise`: the local stack's lifecycle."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from memex.shared.health import check
+from memex.shared.logs import configure_logging
+from memex.shared.stack import StackSettings, stack_services
+from memex.shared.supervisor import Supervisor, read_state
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_NOT_RUNNING = 3
+
+
+def _print(message: str) -> None:
+    print(message, flush=True)
+
+
+def up(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Starts the supervisor in the background and waits until every service is healthy."""
+    if args.foreground:
+        return supervise(args, settings)
+    state = read_state(settings)
+    if state is not None:
+        _print(f"memex is already running (supervisor pid {state['pid']}); `memex status` shows it")
+        return EXIT_OK
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.log_dir / "supervisor.log"
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memex.cli", "supervise"],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _print(f"starting memex (logs in {settings.log_dir})")
+    deadline = time.monotonic() + settings.start_timeout_seconds + 10
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _print(f"memex failed to start; the end of {log_path}:")
+            _print(_tail(log_path))
+            return EXIT_FAILED
+        state = read_state(settings)
+        if state is not None and state["state"] == "ready":
+            for name, service in state["services"].items():
+                _print(f"  {name:<12} {service['status']:<10} {service['address']}")
+            _print("memex is up; `memex down` (or `make down`) stops it")
+            return EXIT_OK
+        time.sleep(0.2)
+    _print("memex did not become healthy in time; stopping it")
+    process.send_signal(signal.SIGTERM)
+    return EXIT_FAILED
+
+
+def supervise(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Runs the supervisor in this process until SIGTERM."""
+    configure_logging(os.environ.get("MEMEX_LOG_LEVEL", "INFO"))
+    return asyncio.run(Supervisor(settings).run())
+
+
+def down(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Stops a running stack and waits for it to exit."""
+    state = read_state(settings)
+    if state is None:
+        _print("memex is not running")
+        return EXIT_OK
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and read_state(settings) is not None:
+        time.sleep(0.2)
+    if read_state(settings) is not None:
+        _print(f"the supervisor (pid {pid}) did not stop within 60s")
+        return EXIT_FAILED
+    _print("memex stopped")
+    return EXIT_OK
+
+
+def status(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Shows each service's live health; exit 3 when the stack is not running."""
+    state = read_state(settings)
+    services = {s.name: s for s in stack_services(settings)}
+
+    async def probe() -> dict[str, str]:
+        names = list(services)
+        results = await asyncio.gather(
+            *(check(services[n].address, services[n].health_service) for n in names)
+        )
+        return dict(zip(names, results, strict=True))
+
+    live = asyncio.run(probe())
+    known = (state or {}).get("services", {})
+    report: dict[str, dict[str, Any]] = {
+        name: {
+            "address": services[name].address,
+            "health": live[name],
+            "restarts": known.get(name, {}).get("restarts", 0),
+        }
+        for name in services
+    }
+    if args.json:
+        pid = state["pid"] if state else None
+        summary = {"running": state is not None, "supervisor_pid": pid, "services": report}
+        _print(json.dumps(summary, indent=2))
+    else:
+        _print("memex is running" if state else "memex is not running; start it with `memex up`")
+        for name, service in report.items():
+            _print(
+                f"  {name:<12} {service['health']:<12} {service['address']}"
+                f"  restarts={service['restarts']}"
+            )
+    healthy = all(s["health"] == "SERVING" for s in report.values())
+    if state is None:
+        return EXIT_NOT_RUNNING
+    return EXIT_OK if healthy else EXIT_FAILED
+
+
+def _tail(path: os.PathLike[str], lines: int = 20) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,1 @@
+"""memex common library: what every service shares (settings, logging, errors, gRPC lifecycle)."""

@@ -1,0 +1,105 @@
+"""Outbound gRPC channels: keepalive, deadlines on every call, retries on UNAVAILABLE.
+
+Retries use gRPC's own retry policy (service config), only for methods the caller names as
+idempotent. Every call gets a timeout: the one given, else the channel default, and never more than
+what is left of the inbound call's deadline, so a budget set at the edge holds end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+from memex.shared.interceptors import REQUEST_ID_KEY, deadline_var
+from memex.shared.logs import request_id_var
+
+
+def _budget(timeout: float | None, default: float) -> float:
+    timeout = default if timeout is None else timeout
+    deadline = deadline_var.get()
+    if deadline is not None:
+        timeout = min(timeout, max(deadline - time.monotonic(), 0.001))
+    return timeout
+
+
+def _metadata(metadata: Any) -> grpc.aio.Metadata:
+    out = grpc.aio.Metadata(*(tuple(metadata) if metadata else ()))
+    request_id = request_id_var.get()
+    if request_id != "-" and out.get(REQUEST_ID_KEY) is None:
+        out.add(REQUEST_ID_KEY, request_id)
+    return out
+
+
+class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+    """Adds the timeout and the request id to every outbound call."""
+
+    def __init__(self, default_timeout: float) -> None:
+        self._default = default_timeout
+
+    def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        return grpc.aio.ClientCallDetails(
+            method=details.method,
+            timeout=_budget(details.timeout, self._default),
+            metadata=_metadata(details.metadata),
+            credentials=details.credentials,
+            wait_for_ready=details.wait_for_ready,
+        )
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+
+def retry_config(service: str, idempotent_methods: Iterable[str], max_attempts: int = 4) -> str:
+    """A gRPC service config that retries the named methods on UNAVAILABLE with backoff."""
+    methods = [{"service": service, "method": name} for name in idempotent_methods]
+    if not methods:
+        return json.dumps({"methodConfig": []})
+    return json.dumps(
+        {
+            "methodConfig": [
+                {
+                    "name": methods,
+                    "retryPolicy": {
+                        "maxAttempts": max_attempts,
+                        "initialBackoff": "0.1s",
+                        "maxBackoff": "2s",
+                        "backoffMultiplier": 2,
+                        "retryableStatusCodes": ["UNAVAILABLE"],
+                    },
+                }
+            ]
+        }
+    )
+
+
+def open_channel(
+    address: str,
+    *,
+    service: str = "",
+    idempotent_methods: Iterable[str] = (),
+    default_timeout: float = 30.0,
+    max_message_bytes: int = 32 * 1024 * 1024,
+) -> grpc.aio.Channel:
+    """An insecure (loopback or service mesh) channel with memex's call defaults.
+
+    ``service`` is the full proto service name whose ``idempotent_methods`` may be retried.
+    """
+    options: list[tuple[str, Any]] = [
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", retry_config(service, idempotent_methods)),
+    ]
+    return grpc.aio.insecure_channel(
+        address, options=options, interceptors=[_CallDefaults(default_timeout)]
+    )

@@ -1,0 +1,36 @@
+"""Client side of the standard gRPC health service."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+
+
+async def check(address: str, service: str = "", timeout: float = 1.0) -> str:
+    """The serving status name of ``service`` at ``address``, or "UNREACHABLE"."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = await stub.Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as exc:
+            return "UNREACHABLE" if exc.code() != grpc.StatusCode.NOT_FOUND else "SERVICE_UNKNOWN"
+        return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+
+async def wait_until_serving(address: str, service: str = "", timeout: float = 60.0) -> None:
+    """Polls until ``service`` is SERVING; raises TimeoutError with the last status seen."""
+    deadline = time.monotonic() + timeout
+    status = "UNREACHABLE"
+    while time.monotonic() < deadline:
+        status = await check(address, service)
+        if status == "SERVING":
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"{address} not SERVING after {timeout:.0f}s (last status {status})")

@@ -1,0 +1,38 @@
+"""Settings shared by every gRPC service; each service subclasses with its own env prefix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+
+def default_data_dir() -> Path:
+    """Where memex keeps its state: $XDG_DATA_HOME/memex, else ~/.local/share/memex."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "memex"
+
+
+def default_cache_dir() -> Path:
+    """Where memex keeps rebuildable files such as exported models: $XDG_CACHE_HOME/memex."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "memex"
+
+
+class ServiceSettings(BaseSettings):
+    """Network and lifecycle settings every service has (``MEMEX_<STAGE>_...``)."""
+
+    host: str = Field("127.0.0.1", description="Address the gRPC server binds to.")
+    port: int = Field(0, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Prometheus /metrics port; unset serves no metrics."
+    )
+    grace_seconds: float = Field(
+        10.0, gt=0, description="On SIGTERM, how long in-flight calls may take to finish."
+    )
+    log_level: str = Field("INFO", description="Python logging level.")
+    max_message_bytes: int = Field(
+        32 * 1024 * 1024, gt=0, description="Largest gRPC message accepted or sent."
+    )

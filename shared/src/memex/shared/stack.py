@@ -1,0 +1,74 @@
+"""The stack: which services run, on which loopback ports, with which settings.
+
+One place turns the stack settings (``MEMEX_...``) into each service's own environment
+(``MEMEX_<STAGE>_...``), so the supervisor, the CLI and tests agree on addresses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memex.shared.settings import default_data_dir
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class StackSettings(BaseSettings):
+    """Settings of the whole local stack (``MEMEX_...``)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMEX_")
+
+    host: str = Field("127.0.0.1", description="Address every service binds to.")
+    data_dir: Path = Field(default_factory=default_data_dir, description="State, logs, pid files.")
+    embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
+    embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
+    start_timeout_seconds: float = Field(
+        180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
+    )
+    restart_backoff_max_seconds: float = Field(
+        30.0, gt=0, description="Longest wait before restarting a service that keeps crashing."
+    )
+
+    @property
+    def run_dir(self) -> Path:
+        """Supervisor pid and state files."""
+        return self.data_dir / "run"
+
+    @property
+    def log_dir(self) -> Path:
+        """One log file per service."""
+        return self.data_dir / "logs"
+
+    @property
+    def embedding_addr(self) -> str:
+        """Address of the embedding service."""
+        return f"{self.host}:{self.embedding_port}"
+
+
+@dataclass(frozen=True)
+class ServiceDef:
+    """One service process of the stack."""
+
+    name: str
+    module: str
+    address: str
+    health_service: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def stack_services(settings: StackSettings) -> list[ServiceDef]:
+    """The services in start order (a service starts after those it calls)."""
+    return [
+        ServiceDef(
+            name="embedding",
+            module="memex.embedding",
+            address=settings.embedding_addr,
+            health_service="memex.embedding.v1.EmbeddingService",
+            env={
+                "MEMEX_EMBEDDING_HOST": settings.host,
+                "MEMEX_EMBEDDING_PORT": str(settings.embedding_port),
+                "MEMEX_EMBEDDING_METRICS_PORT": str(settings.embedding_metrics_port),
+            },
+        ),
+    ]

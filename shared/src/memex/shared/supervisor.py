@@ -1,0 +1,225 @@
+"""Runs every service of the stack as its own process, keeps them healthy, stops them cleanly.
+
+The supervisor writes its state to ``<data_dir>/run/stack.json`` so `memex status` and `memex down`
+can find it. A crashed service is restarted with exponential backoff; children get SIGTERM if
+the supervisor itself dies (Linux parent-death signal), so nothing is left orphaned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from memex.shared.health import check
+from memex.shared.stack import ServiceDef, StackSettings, stack_services
+
+log = logging.getLogger(__name__)
+
+STABLE_AFTER_SECONDS = 60.0  # a service up this long has its restart backoff reset
+STOP_GRACE_SECONDS = 15.0
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class _Child:
+    spec: ServiceDef
+    process: asyncio.subprocess.Process | None = None
+    log_file: IO[bytes] | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff: float = 0.5
+    status: str = "STARTING"
+
+
+def state_path(settings: StackSettings) -> Path:
+    """Where the supervisor publishes its state."""
+    return settings.run_dir / "stack.json"
+
+
+def read_state(settings: StackSettings) -> dict[str, Any] | None:
+    """The running supervisor's state, or None when no stack is running."""
+    path = state_path(settings)
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    pid = int(state.get("pid", 0))
+    if pid <= 0 or not _alive(pid):
+        return None
+    return state
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Supervisor:
+    """Starts the services in order, waits for each to be healthy, restarts crashed ones."""
+
+    def __init__(self, settings: StackSettings, services: list[ServiceDef] | None = None) -> None:
+        self._settings = settings
+        self._children = [_Child(s) for s in (services or stack_services(settings))]
+        self._stopping = asyncio.Event()
+        self._phase = "starting"
+
+    def stop(self) -> None:
+        """Asks the supervisor to stop every service and exit (what SIGTERM does)."""
+        self._stopping.set()
+
+    async def run(self) -> int:
+        """Runs until stopped; returns 0, or 1 when a service could not be started at all."""
+        settings = self._settings
+        settings.run_dir.mkdir(parents=True, exist_ok=True)
+        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        try:
+            for child in self._children:
+                if self._stopping.is_set() or not await self._start_healthy(child):
+                    self._phase = "failed" if not self._stopping.is_set() else "stopping"
+                    self._write_state()
+                    return 0 if self._stopping.is_set() else 1
+            self._phase = "ready"
+            self._write_state()
+            log.info("stack ready: %s", ", ".join(c.spec.name for c in self._children))
+            await self._watch()
+            return 0
+        finally:
+            self._phase = "stopping"
+            self._write_state()
+            await self._stop_all()
+            state_path(settings).unlink(missing_ok=True)
+
+    async def _spawn(self, child: _Child) -> None:
+        settings = self._settings
+        if child.log_file is None:
+            child.log_file = open(settings.log_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115, ASYNC230
+        env = {**os.environ, **child.spec.env, "PYTHONUNBUFFERED": "1"}
+        child.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            child.spec.module,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=child.log_file,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        child.started_at = time.monotonic()
+        child.status = "STARTING"
+        log.info("started %s (pid %d)", child.spec.name, child.process.pid)
+        self._write_state()
+
+    async def _start_healthy(self, child: _Child) -> bool:
+        await self._spawn(child)
+        deadline = time.monotonic() + self._settings.start_timeout_seconds
+        while time.monotonic() < deadline and not self._stopping.is_set():
+            assert child.process is not None
+            if child.process.returncode is not None:
+                log.error(
+                    "%s exited with %d while starting; see %s",
+                    child.spec.name,
+                    child.process.returncode,
+                    self._settings.log_dir / f"{child.spec.name}.log",
+                )
+                child.status = "EXITED"
+                return False
+            child.status = await check(child.spec.address, child.spec.health_service)
+            if child.status == "SERVING":
+                self._write_state()
+                return True
+            await asyncio.sleep(0.2)
+        return self._stopping.is_set()
+
+    async def _watch(self) -> None:
+        while not self._stopping.is_set():
+            for child in self._children:
+                assert child.process is not None
+                if child.process.returncode is None:
+                    continue
+                uptime = time.monotonic() - child.started_at
+                if uptime > STABLE_AFTER_SECONDS:
+                    child.backoff = 0.5
+                log.warning(
+                    "%s exited with %d; restarting in %.1fs",
+                    child.spec.name,
+                    child.process.returncode,
+                    child.backoff,
+                )
+                child.status = "RESTARTING"
+                self._write_state()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), child.backoff)
+                if self._stopping.is_set():
+                    return
+                child.backoff = min(child.backoff * 2, self._settings.restart_backoff_max_seconds)
+                child.restarts += 1
+                await self._spawn(child)
+            for child in self._children:
+                if child.status != "SERVING":
+                    status = await check(child.spec.address, child.spec.health_service)
+                    if status != child.status:
+                        child.status = status
+                        self._write_state()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), 0.5)
+
+    async def _stop_all(self) -> None:
+        for child in reversed(self._children):
+            process = child.process
+            if process is not None and process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(process.wait(), STOP_GRACE_SECONDS)
+                except TimeoutError:
+                    log.warning(
+                        "%s did not stop in %.0fs; killing it", child.spec.name, STOP_GRACE_SECONDS
+                    )
+                    process.kill()
+                    await process.wait()
+            if child.log_file is not None:
+                child.log_file.close()
+                child.log_file = None
+            log.info("stopped %s", child.spec.name)
+
+    def _write_state(self) -> None:
+        state = {
+            "pid": os.getpid(),
+            "state": self._phase,
+            "log_dir": str(self._settings.log_dir),
+            "services": {
+                c.spec.name: {
+                    "address": c.spec.address,
+                    "pid": c.process.pid if c.process else None,
+                    "status": c.status,
+                    "restarts": c.restarts,
+                }
+                for c in self._children
+            },
+        }
+        path = state_path(self._settings)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(path)
