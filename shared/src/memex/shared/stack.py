@@ -23,6 +23,8 @@ class StackSettings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, description="State, logs, pid files.")
     embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
     embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
+    reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
+    reasoner_metrics_port: int = Field(9153, ge=1, le=65535, description="Reasoner /metrics.")
     start_timeout_seconds: float = Field(
         180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
     )
@@ -44,6 +46,11 @@ class StackSettings(BaseSettings):
     def embedding_addr(self) -> str:
         """Address of the embedding service."""
         return f"{self.host}:{self.embedding_port}"
+
+    @property
+    def reasoner_addr(self) -> str:
+        """Address of the reasoner service."""
+        return f"{self.host}:{self.reasoner_port}"
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,18 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
                 "MEMEX_EMBEDDING_HOST": settings.host,
                 "MEMEX_EMBEDDING_PORT": str(settings.embedding_port),
                 "MEMEX_EMBEDDING_METRICS_PORT": str(settings.embedding_metrics_port),
+            },
+        ),
+        # Its engine and model come from the MEMEX_REASONER_* variables the stack inherits.
+        ServiceDef(
+            name="reasoner",
+            module="memex.reasoner",
+            address=settings.reasoner_addr,
+            health_service="memex.reasoner.v1.ReasonerService",
+            env={
+                "MEMEX_REASONER_HOST": settings.host,
+                "MEMEX_REASONER_PORT": str(settings.reasoner_port),
+                "MEMEX_REASONER_METRICS_PORT": str(settings.reasoner_metrics_port),
             },
         ),
     ]

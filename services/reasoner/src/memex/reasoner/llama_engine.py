@@ -1,0 +1,281 @@
+"""llama.cpp in process (llama-cpp-python), the default engine on a machine without a GPU.
+
+Each active generation owns one llama.cpp context (``Llama`` object; the weights are mmapped, so
+the contexts share them in the page cache) and runs in a worker thread, where llama.cpp releases
+the GIL while it computes. Tokens travel back to the event loop one by one. The thread checks its
+stop flag between decode steps, prompt evaluation included, so a cancelled generation stops
+within one step and its context goes back to the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import functools
+import json
+import logging
+import os
+import queue
+import random
+import threading
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+from llama_cpp.llama_grammar import LlamaGrammar
+from memex.reasoner.engine import (
+    ChatMessage,
+    Delta,
+    EngineInfo,
+    Event,
+    Finished,
+    FinishReason,
+    GenerationRequest,
+)
+from memex.reasoner.errors import ModelNotPrepared, PromptTooLong
+from memex.reasoner.text import StopMatcher
+from memex.shared.errors import InvalidArgument
+
+log = logging.getLogger(__name__)
+
+ENGINE_NAME = "llama.cpp"
+
+# Used only for a GGUF that carries no chat template of its own.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+Emit = Callable[[Event | BaseException], None]
+
+
+def default_threads(contexts: int) -> int:
+    """CPU threads per context: the cores this process may use, shared among the contexts."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // contexts)
+
+
+class LlamaCppEngine:
+    """Streams chat completions from a GGUF model with a pool of llama.cpp contexts."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        contexts: int = 1,
+        context_length: int = 4096,
+        n_threads: int = 0,
+        n_batch: int = 256,
+        n_gpu_layers: int = 0,
+        model_name: str = "",
+    ) -> None:
+        """Loads the model (blocking: call it from a worker thread)."""
+        if not model_path.is_file():
+            raise ModelNotPrepared(str(model_path))
+        threads = n_threads or default_threads(contexts)
+        self._llamas = [
+            llama_cpp.Llama(
+                model_path=str(model_path),
+                n_ctx=context_length,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=n_gpu_layers,
+                verbose=False,
+            )
+            for _ in range(contexts)
+        ]
+        self._pool: queue.SimpleQueue[llama_cpp.Llama] = queue.SimpleQueue()
+        for llm in self._llamas:
+            self._pool.put(llm)
+        self._executor = ThreadPoolExecutor(max_workers=contexts, thread_name_prefix="llama")
+        self._n_batch = n_batch
+        first = self._llamas[0]
+        self._formatter = _chat_formatter(first)
+        name = model_name or model_path.name
+        self.info = EngineInfo(
+            engine=ENGINE_NAME,
+            model=name,
+            context_length=first.n_ctx(),
+            local=True,
+            aliases=(name, model_path.name, model_path.stem),
+        )
+        log.info(
+            "loaded %s: %d context(s) of %d tokens, %d thread(s) each",
+            model_path,
+            contexts,
+            self.info.context_length,
+            threads,
+        )
+
+    def close(self) -> None:
+        """Waits for running generations to stop, then frees the contexts."""
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        for llm in self._llamas:
+            llm.close()
+
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """Prompt tokens the chat template makes of ``messages`` (for tests and benchmarks)."""
+        return len(self._prompt_tokens(self._llamas[0], messages))
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[Event, None]:
+        """Streams the reply; closing the stream stops the worker before it returns."""
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[Event | BaseException] = asyncio.Queue()
+        stop = threading.Event()
+
+        def emit(item: Event | BaseException) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed under us: nobody listens
+                loop.call_soon_threadsafe(events.put_nowait, item)
+
+        work = loop.run_in_executor(self._executor, self._run, request, stop, emit)
+        try:
+            while True:
+                item = await events.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+                if isinstance(item, Finished):
+                    return
+        finally:
+            stop.set()
+            # Wait for the worker even if we are being cancelled: the slot must not be reused
+            # while this context still computes. It stops within one decode step.
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(work)
+
+    # --- in the worker thread ---
+
+    def _run(self, request: GenerationRequest, stop: threading.Event, emit: Emit) -> None:
+        llm = self._pool.get()
+        try:
+            emit(self._generate(llm, request, stop, emit))
+        except BaseException as exc:
+            emit(exc)
+        finally:
+            self._pool.put(llm)
+
+    def _generate(
+        self, llm: llama_cpp.Llama, request: GenerationRequest, stop: threading.Event, emit: Emit
+    ) -> Finished:
+        sampling = request.sampling
+        tokens = self._prompt_tokens(llm, request.messages)
+        n_ctx = llm.n_ctx()
+        room = n_ctx - len(tokens)
+        if room <= 0 or (sampling.max_tokens_requested and sampling.max_tokens > room):
+            raise PromptTooLong(len(tokens), sampling.max_tokens, n_ctx)
+        max_tokens = min(sampling.max_tokens, room)
+        grammar = self._grammar(llm, request.json_schema)
+        if not self._prefill(llm, tokens, stop):
+            return Finished("cancelled", len(tokens), 0)
+
+        seed = sampling.seed if sampling.seed is not None else random.getrandbits(31)
+        llm.set_seed(seed & 0x7FFFFFFF)  # llama.cpp seeds are 32-bit; all ones means "random"
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        matcher = StopMatcher(sampling.stop)
+        finish: FinishReason = "length"
+        produced = 0
+        steps = llm.generate(
+            tokens,
+            temp=sampling.temperature,
+            top_p=sampling.top_p,
+            repeat_penalty=1.0,
+            grammar=grammar,
+        )
+        try:
+            for token in steps:
+                if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    finish = "stop"
+                    break
+                produced += 1
+                text, stopped = matcher.feed(decoder.decode(llm.detokenize([token])))
+                if text:
+                    emit(Delta(text))
+                if stopped:
+                    finish = "stop"
+                    break
+                if produced >= max_tokens:
+                    break
+                if stop.is_set():  # checked before the next decode step starts
+                    finish = "cancelled"
+                    break
+        finally:
+            steps.close()
+        # Text held back as a possible stop string, or an unfinished UTF-8 sequence.
+        tail = matcher.flush() + decoder.decode(b"", final=True)
+        if tail and finish != "cancelled":
+            emit(Delta(tail))
+        return Finished(finish, len(tokens), produced)
+
+    def _prompt_tokens(self, llm: llama_cpp.Llama, messages: Sequence[ChatMessage]) -> list[int]:
+        formatted = self._formatter(
+            messages=[{"role": m.role, "content": m.content} for m in messages]  # type: ignore[misc]
+        )
+        return list(
+            llm.tokenize(
+                formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+            )
+        )
+
+    def _prefill(self, llm: llama_cpp.Llama, tokens: list[int], stop: threading.Event) -> bool:
+        """Evaluates the prompt one batch at a time, keeping what the KV cache already holds.
+
+        Returns False when stopped first. Afterwards ``generate`` finds the prompt cached and
+        samples straight away.
+        """
+        cached = llm.input_ids[: llm.n_tokens]
+        prefix = 0
+        for a, b in zip(cached, tokens, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        # Always evaluate the last prompt token, so the logits are this prompt's.
+        llm.n_tokens = min(prefix, len(tokens) - 1)
+        for start in range(llm.n_tokens, len(tokens), self._n_batch):
+            if stop.is_set():
+                return False
+            llm.eval(tokens[start : start + self._n_batch])
+        return True
+
+    def _grammar(
+        self, llm: llama_cpp.Llama, schema: Mapping[str, Any] | None
+    ) -> LlamaGrammar | None:
+        if schema is None:
+            return None
+        return _grammar_for(json.dumps(schema, sort_keys=True), llm._model.vocab)
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar_for(schema_json: str, vocab: Any) -> LlamaGrammar:
+    """A checked llama.cpp grammar for a JSON schema (plan schemas repeat, so it is cached)."""
+    try:
+        grammar = LlamaGrammar.from_json_schema(schema_json, verbose=False)
+    except Exception as exc:
+        raise InvalidArgument(
+            f"json_schema cannot be turned into a llama.cpp grammar: {exc}"
+        ) from None
+    # llama.cpp returns NULL for a grammar it cannot parse; find out here rather than in sampling.
+    sampler = llama_cpp.llama_sampler_init_grammar(
+        vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+    )
+    if not sampler:
+        raise InvalidArgument("json_schema uses features the llama.cpp grammar cannot express")
+    llama_cpp.llama_sampler_free(sampler)
+    return grammar
+
+
+def _chat_formatter(llm: llama_cpp.Llama) -> Jinja2ChatFormatter:
+    """The GGUF's own chat template (ChatML when it has none)."""
+    model = llm._model
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=llm.metadata.get("tokenizer.chat_template") or CHATML_TEMPLATE,
+        eos_token=model.token_get_text(eos) if eos != -1 else "",
+        bos_token=model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )

@@ -1,0 +1,35 @@
+"""Fixtures for the reasoner's tests: the real default model, and llama-cpp-python's own
+OpenAI-compatible server as the remote."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from memex.reasoner.config import default_model_path
+from memex.reasoner.testing import openai_server
+
+
+def require(path: Path, why: str) -> Path:
+    """``path`` if it exists; otherwise fail under CI (everything must be prepared) or skip."""
+    if path.exists():
+        return path
+    message = f"{path} is missing: {why}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    """The default model as `make models` prepares it."""
+    return require(default_model_path(), "run `make models`")
+
+
+@pytest.fixture(scope="session")
+def llama_server(model_path: Path) -> Iterator[str]:
+    """llama-cpp-python's OpenAI-compatible server with the default model: its /v1 URL."""
+    with openai_server(model_path) as base_url:
+        yield base_url
