@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from memex.reasoner.engine import ChatMessage, Delta, Finished, GenerationRequest, Sampling
 from memex.reasoner.errors import InvalidOutput
@@ -62,14 +62,14 @@ def sse(*pieces: str, usage: bool = True) -> bytes:
     return body.encode()
 
 
-def ok(*pieces: str) -> httpx.Response:
-    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sse(*pieces))
+def ok(*pieces: str) -> httpx2.Response:
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=sse(*pieces))
 
 
 def engine_with(
-    handler: Callable[[httpx.Request], httpx.Response], **options: Any
+    handler: Callable[[httpx2.Request], httpx2.Response], **options: Any
 ) -> OpenAICompatibleEngine:
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     return OpenAICompatibleEngine(
         base_url="http://model.invalid/v1",
         model="m",
@@ -118,10 +118,10 @@ async def test_statuses_map_to_domain_errors(
 ) -> None:
     calls = 0
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         nonlocal calls
         calls += 1
-        return httpx.Response(status, json={"error": {"message": f"nope, key {KEY}"}})
+        return httpx2.Response(status, json={"error": {"message": f"nope, key {KEY}"}})
 
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")) as caught:
         await run(engine_with(handler, retries=2))
@@ -130,7 +130,7 @@ async def test_statuses_map_to_domain_errors(
 
 
 async def test_a_429_is_retried_before_the_first_token() -> None:
-    answers = iter([httpx.Response(429, json={"error": {"message": "slow down"}}), ok("fine")])
+    answers = iter([httpx2.Response(429, json={"error": {"message": "slow down"}}), ok("fine")])
     text, _ = await run(engine_with(lambda request: next(answers), retries=2))
     assert text == "fine"
 
@@ -140,12 +140,12 @@ async def test_no_retry_once_a_token_was_streamed() -> None:
 
     async def broken() -> AsyncIterator[bytes]:
         yield sse("first", usage=False).split(b"\n\n")[0] + b"\n\n"
-        raise httpx.ReadError("connection reset")
+        raise httpx2.ReadError("connection reset")
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         nonlocal calls
         calls += 1
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=broken())
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=broken())
 
     seen: list[str] = []
 
@@ -162,10 +162,10 @@ async def test_no_retry_once_a_token_was_streamed() -> None:
 async def test_the_prompt_fallback_asks_for_json_and_the_core_validates_it() -> None:
     bodies: list[dict[str, Any]] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         bodies.append(json.loads(request.content))
         if "response_format" in bodies[-1]:
-            return httpx.Response(422, json={"detail": "response_format.type: unsupported"})
+            return httpx2.Response(422, json={"detail": "response_format.type: unsupported"})
         return ok('{"n": ', "1}")
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -184,9 +184,9 @@ async def test_the_prompt_fallback_asks_for_json_and_the_core_validates_it() -> 
 async def test_the_api_key_is_never_logged(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         assert request.headers["authorization"] == f"Bearer {KEY}"
-        return httpx.Response(503, json={"error": {"message": f"echo {KEY}"}})
+        return httpx2.Response(503, json={"error": {"message": f"echo {KEY}"}})
 
     engine = engine_with(handler, retries=1)
     await engine.check()

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import httpx
+import httpx2
 import openai
 from memex.reasoner.engine import (
     ChatMessage,
@@ -27,6 +27,9 @@ from memex.reasoner.engine import (
 )
 from memex.reasoner.schema import schema_instructions
 from memex.shared import errors
+from openai import Omit, omit
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import SecretStr
 
 log = logging.getLogger(__name__)
@@ -54,7 +57,7 @@ class OpenAICompatibleEngine:
         retries: int = 2,
         backoff_seconds: float = 0.25,
         model_name: str = "",
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         """``http_client`` replaces the SDK's own (unit tests pass one with a mock transport)."""
         self._secret = api_key.get_secret_value()
@@ -63,7 +66,7 @@ class OpenAICompatibleEngine:
             # The SDK insists on a key; servers without auth ignore this placeholder.
             api_key=self._secret or "unused",
             max_retries=0,
-            timeout=httpx.Timeout(timeout_seconds, connect=connect_timeout_seconds),
+            timeout=httpx2.Timeout(timeout_seconds, connect=connect_timeout_seconds),
             http_client=http_client,
         )
         self._base_url = base_url
@@ -128,11 +131,8 @@ class OpenAICompatibleEngine:
             retry_after = 0.0
             mode = self._modes[0] if request.json_schema is not None else None
             try:
-                params = self._params(request, mode)
                 started = time.perf_counter()
-                stream = await self._client.chat.completions.create(
-                    **params, timeout=self._budget(request)
-                )
+                stream = await self._create(request, mode)
                 prompt_tokens = completion_tokens = 0
                 pieces = 0
                 finish: FinishReason = "stop"
@@ -185,40 +185,46 @@ class OpenAICompatibleEngine:
             log.info("model server failed (%s); retry %d in %.2fs", error.message, attempt, delay)
             await asyncio.sleep(delay)
 
-    def _params(self, request: GenerationRequest, mode: str | None) -> dict[str, Any]:
+    async def _create(
+        self, request: GenerationRequest, mode: str | None
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        """Starts one streamed chat completion (structured output as ``mode`` asks)."""
         sampling = request.sampling
         messages = list(request.messages)
-        params: dict[str, Any] = {
-            "model": self._model,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
-        }
-        if sampling.stop:
-            params["stop"] = list(sampling.stop)
-        if sampling.seed is not None:
-            params["seed"] = sampling.seed
         schema = request.json_schema
+        response_format: ResponseFormatJSONSchema | Omit = omit
+        extra_body: dict[str, Any] | None = None
         if schema is not None and mode == "json_schema":
-            params["response_format"] = {
+            response_format = {
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": dict(schema), "strict": True},
             }
         elif schema is not None and mode == "json_object":
-            params["response_format"] = {"type": "json_object", "schema": dict(schema)}
+            # Not in the OpenAI API: how llama.cpp's servers and others take a schema.
+            extra_body = {"response_format": {"type": "json_object", "schema": dict(schema)}}
         elif schema is not None:
             messages = _with_instructions(messages, schema_instructions(schema))
-        params["messages"] = [{"role": m.role, "content": m.content} for m in messages]
-        return params
+        return await self._client.chat.completions.create(
+            model=self._model,
+            messages=[_message(m) for m in messages],
+            stream=True,
+            stream_options={"include_usage": True},
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) if sampling.stop else omit,
+            seed=sampling.seed if sampling.seed is not None else omit,
+            response_format=response_format,
+            extra_body=extra_body,
+            timeout=self._budget(request),
+        )
 
-    def _budget(self, request: GenerationRequest) -> httpx.Timeout:
+    def _budget(self, request: GenerationRequest) -> httpx2.Timeout:
         """The caller's remaining deadline, if sooner than the configured timeout."""
         timeout = self._timeout
         if request.deadline is not None:
             timeout = max(0.001, min(timeout, request.deadline - time.monotonic()))
-        return httpx.Timeout(timeout, connect=min(timeout, self._connect_timeout))
+        return httpx2.Timeout(timeout, connect=min(timeout, self._connect_timeout))
 
     def _format_rejected(self, exc: openai.APIStatusError, mode: str) -> bool:
         """Moves to the next structured-output mode when the server refused this one."""
@@ -255,6 +261,14 @@ class OpenAICompatibleEngine:
         return text.replace(self._secret, "***") if self._secret else text
 
 
+def _message(message: ChatMessage) -> ChatCompletionMessageParam:
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "assistant":
+        return {"role": "assistant", "content": message.content}
+    return {"role": "user", "content": message.content}
+
+
 def _with_instructions(messages: list[ChatMessage], instructions: str) -> list[ChatMessage]:
     if messages and messages[0].role == "system":
         first = ChatMessage("system", messages[0].content + "\n\n" + instructions)
@@ -262,7 +276,7 @@ def _with_instructions(messages: list[ChatMessage], instructions: str) -> list[C
     return [ChatMessage("system", instructions), *messages]
 
 
-def _retry_after(response: httpx.Response) -> float:
+def _retry_after(response: httpx2.Response) -> float:
     """The server's Retry-After in seconds (capped at 10), or 0 when it gave none."""
     try:
         return min(max(float(response.headers.get("retry-after", 0)), 0.0), 10.0)

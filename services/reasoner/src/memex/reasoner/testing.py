@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import httpx
+import httpx2
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
 from memex.reasoner.server import build
@@ -35,15 +35,19 @@ def free_port() -> int:
 @contextlib.asynccontextmanager
 async def serving(service: GrpcService[Any]) -> AsyncIterator[RunningServer]:
     """Runs ``service`` in this event loop until the block ends, then stops it gracefully."""
-    task = asyncio.create_task(service.run(handle_signals=False))
+    task: asyncio.Future[Any] = asyncio.create_task(service.run(handle_signals=False))
     await asyncio.wait({task, service.started}, return_when=asyncio.FIRST_COMPLETED, timeout=30)
     if task.done():
         task.result()
+        raise RuntimeError("the service stopped before it started")
     running = service.started.result()
-    ready = asyncio.ensure_future(running.ready.wait())
+    ready: asyncio.Future[Any] = asyncio.ensure_future(running.ready.wait())
     await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED, timeout=120)
     if task.done():
         task.result()
+        raise RuntimeError("the service stopped before it was ready")
+    if not ready.done():
+        raise TimeoutError("the service was not ready within 120s")
     try:
         yield running
     finally:
@@ -133,8 +137,8 @@ def openai_server(model_path: Path, *, alias: str = "smollm2", n_ctx: int = 2048
             if process.poll() is not None:
                 stderr = process.stderr.read() if process.stderr else ""
                 raise RuntimeError(f"llama_cpp.server exited: {stderr[-2000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+            with contextlib.suppress(httpx2.HTTPError):
+                if httpx2.get(f"{base_url}/models", timeout=1).status_code == 200:
                     break
             if time.monotonic() > deadline:
                 raise TimeoutError("llama_cpp.server did not come up within 90s")
