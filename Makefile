@@ -31,8 +31,18 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.installed: $(UV) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml)
-	$(UV) sync --frozen --all-packages --all-extras
+# llama-cpp-python ships only as source: it is compiled once per machine into the wheel cache, so
+# every later install (a fresh .venv included) takes seconds. uv's own cache cannot promise that: it
+# rebuilds a registry sdist whenever the index answers without cache headers.
+LLAMA_CPP := $(WHEELS)/.llama_cpp_python-0.3.36.built
+$(LLAMA_CPP): scripts/source-packages.txt | $(UV)
+	$(TOOLS)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --require-hashes \
+	  -r scripts/source-packages.txt -w $(WHEELS)
+	touch $@
+
+$(VENV)/.installed: $(UV) $(LLAMA_CPP) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml)
+	$(UV) sync --frozen --all-packages --all-extras --inexact --no-install-package llama-cpp-python
+	$(UV) pip install --quiet --python $(PY) --no-deps $(WHEELS)/llama_cpp_python-0.3.36-*.whl
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -70,14 +70,14 @@ def test_memex_generate_streams_a_reply_from_the_default_model(
     result = memex(
         reasoner_env,
         "generate",
-        "What is the capital of France?",
+        "Write one sentence about tea.",
         "--max-tokens",
         "12",
         "--temperature",
         "0",
     )
     assert result.returncode == 0, result.stderr
-    assert "Paris" in result.stdout
+    assert "tea" in result.stdout.lower()
     assert "SmolLM2-135M-Instruct.Q4_1.gguf" in result.stderr
     assert "tokens/s" in result.stderr
 

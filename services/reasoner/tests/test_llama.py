@@ -11,12 +11,14 @@ from pathlib import Path
 import grpc
 import jsonschema
 import pytest
+import pytest_asyncio
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.llama_engine import LlamaCppEngine
 from memex.reasoner.testing import Served, collect, served, user
 from memex.reasoner.v1 import reasoner_pb2
 
-pytestmark = pytest.mark.slow
+# One model load for the module: its tests share the module's event loop and the server.
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 PLAN_SCHEMA = {
     "type": "object",
@@ -38,18 +40,13 @@ PLAN_SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def reasoner(model_path: Path) -> AsyncIterator[Served]:
     settings = ReasonerSettings(
         port=0, model_path=model_path, context_length=512, max_active=1, max_queue=4
     )
     async with served(settings) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def text_of(reasoner: Served, request: reasoner_pb2.GenerateRequest) -> str:
@@ -66,9 +63,9 @@ async def test_info_describes_the_local_model(reasoner: Served) -> None:
 
 async def test_a_reply_streams_with_usage_and_timings(reasoner: Served) -> None:
     deltas, final = await collect(
-        reasoner.stub.Generate(user("What is the capital of France?", max_tokens=24, temperature=0))
+        reasoner.stub.Generate(user("Write one sentence about tea.", max_tokens=24, temperature=0))
     )
-    assert "Paris" in "".join(deltas)
+    assert "tea" in "".join(deltas).lower()
     assert len(deltas) > 1
     assert final.usage.prompt_tokens > 10
     assert 1 <= final.usage.completion_tokens <= 24
@@ -110,7 +107,11 @@ async def test_stop_strings_cut_the_reply(reasoner: Served) -> None:
 
 
 async def test_a_json_schema_constrains_the_small_model_to_a_valid_plan(reasoner: Served) -> None:
-    request = user("Plan how to find my notes about the dentist.", max_tokens=96, temperature=0)
+    request = user(
+        "Return a JSON plan with search steps to find notes about the dentist.",
+        max_tokens=128,
+        temperature=0,
+    )
     request.json_schema = json.dumps(PLAN_SCHEMA)
     deltas, final = await collect(reasoner.stub.Generate(request))
     assert final.finish_reason == reasoner_pb2.FINISH_REASON_STOP

@@ -59,9 +59,9 @@ async def test_info_marks_the_server_remote_unless_configured_local(
 
 async def test_a_reply_streams_from_the_server(remote: Served) -> None:
     deltas, final = await collect(
-        remote.stub.Generate(user("What is the capital of France?", max_tokens=16, temperature=0))
+        remote.stub.Generate(user("Write one sentence about tea.", max_tokens=16, temperature=0))
     )
-    assert "Paris" in "".join(deltas)
+    assert "tea" in "".join(deltas).lower()
     assert len(deltas) > 1
     assert final.finish_reason in (
         reasoner_pb2.FINISH_REASON_STOP,
@@ -92,17 +92,17 @@ async def test_structured_output_falls_back_to_what_the_server_supports(remote: 
 
 
 async def test_client_cancel_reaches_the_server(remote: Served) -> None:
-    call = remote.stub.Generate(user("Tell me a very long story.", max_tokens=400))
+    call = remote.stub.Generate(user("Tell me a very long story.", max_tokens=1500))
     await call.read()
     cancelled = time.perf_counter()
     call.cancel()
     await asyncio.wait_for(remote.core.scheduler.idle.wait(), 5)
     assert time.perf_counter() - cancelled < 0.5
-    # The server serves one request at a time: had it kept generating the 400 tokens, this short
-    # one would wait for them.
+    # The server serves one request at a time: had it kept generating the 1,500 tokens (a minute
+    # or more here), this short one would wait for them.
     started = time.perf_counter()
     await collect(remote.stub.Generate(user("Hi", max_tokens=2)))
-    assert time.perf_counter() - started < 3
+    assert time.perf_counter() - started < 15
 
 
 async def test_a_server_that_is_down_gives_unavailable() -> None:

