@@ -146,10 +146,18 @@ class LlamaCppEngine:
                     return
         finally:
             stop.set()
-            # Wait for the worker even if we are being cancelled: the slot must not be reused
-            # while this context still computes. It stops within one decode step.
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(work)
+            # Wait for the worker even through repeated cancellation: the slot must not be
+            # reused while this context still computes. It stops within one decode step.
+            interrupted = False
+            while not work.done():
+                try:
+                    await asyncio.shield(work)
+                except asyncio.CancelledError:
+                    interrupted = True
+                except Exception:
+                    break  # its error was delivered as an event, or nobody is listening
+            if interrupted:
+                raise asyncio.CancelledError
 
     # --- in the worker thread ---
 
