@@ -24,6 +24,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 import grpc
+
 from memex.embedding.config import default_model_dir
 from memex.embedding.engine import OnnxEmbedder
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 import re
 
-from memex.shared.testing import REPO_ROOT
 from pydantic_settings import BaseSettings
+
+from memex.shared.testing import REPO_ROOT
 
 STAGES = ("embedding", "retrieval", "reasoner", "orchestrator", "gateway")
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared import errors
 from memex.shared.client import open_channel

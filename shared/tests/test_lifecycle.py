@@ -13,6 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared import errors

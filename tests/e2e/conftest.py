@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from memex.embedding.config import default_model_dir
 from memex.shared.testing import free_port, require
 

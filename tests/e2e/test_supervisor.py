@@ -11,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.health import wait_until_serving
 

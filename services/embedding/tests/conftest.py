@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from memex.embedding.config import default_model_dir
 from memex.embedding.engine import OnnxEmbedder
 from memex.shared.testing import require

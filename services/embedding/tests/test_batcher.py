@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+
 from memex.embedding.batcher import DynamicBatcher
 from memex.embedding.engine import EmbedResult
 from memex.shared.errors import ResourceExhausted

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from memex.embedding.engine import OnnxEmbedder, resolve_providers
 from memex.embedding.errors import ModelNotPrepared
 from memex.shared.errors import FailedPrecondition

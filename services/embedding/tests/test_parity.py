@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
 from memex.embedding.engine import OnnxEmbedder
 from memex.shared.testing import shared_data
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.server import build
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc

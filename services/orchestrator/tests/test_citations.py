@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from memex.orchestrator.citations import grade, parse_citations, police
 from memex.orchestrator.items import ShownItem
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from memex.orchestrator.persona import load_personas
 from memex.shared.errors import NotFound
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from memex.orchestrator.redaction import redact
 from memex.orchestrator.text import PriorTurn, compose_query, conversation_title
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from pydantic import ValidationError
+
 from memex.cli import embed_command, stack_commands
 from memex.shared.stack import StackSettings
-from pydantic import ValidationError
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memex.shared.settings import default_data_dir
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memex.shared.settings import default_data_dir
 
 
 class StackSettings(BaseSettings):

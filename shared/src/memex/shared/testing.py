@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from memex.shared.server import GrpcService, RunningServer
 
 REPO_ROOT = Path(__file__).resolve().parents[4]

@@ -16,8 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from memex.shared.errors import NotFound
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memex.shared.errors import NotFound
 
 log = logging.getLogger(__name__)
 
