@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from pydantic import Field
@@ -40,6 +41,10 @@ class OrchestratorSettings(ServiceSettings):
     answer_max_tokens: int = Field(400, gt=0, description="Token budget of answers.")
     worker_poll_seconds: float = Field(2.0, gt=0, description="Chat worker poll interval.")
     worker_context_chars: int = Field(4000, gt=0, description="Thread context cap per queued turn.")
+    worker_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-chat-worker",
+        description="Stable id of this chat worker; a restarted worker takes back its own turns.",
+    )
     worker_lease_seconds: float = Field(
         120.0, gt=0, description="A thinking turn whose worker is silent this long is requeued."
     )
