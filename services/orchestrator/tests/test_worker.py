@@ -75,7 +75,9 @@ async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Pat
     original = o.asker.ask
     calls = {"n": 0}
 
-    async def flaky(tenant: str, question: str, persona_name: str = "", limit: int = 0) -> AskResult:
+    async def flaky(
+        tenant: str, question: str, persona_name: str = "", limit: int = 0
+    ) -> AskResult:
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("reasoner exploded " + "x" * 1000)

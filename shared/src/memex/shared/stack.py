@@ -24,6 +24,7 @@ class StackSettings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, description="State, logs, pid files.")
     embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
     embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
+    orchestrator_port: int = Field(50054, ge=1, le=65535, description="Orchestrator gRPC port.")
     start_timeout_seconds: float = Field(
         180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
     )
@@ -40,6 +41,11 @@ class StackSettings(BaseSettings):
     def log_dir(self) -> Path:
         """One log file per service."""
         return self.data_dir / "logs"
+
+    @property
+    def orchestrator_addr(self) -> str:
+        """Address of the orchestrator."""
+        return f"{self.host}:{self.orchestrator_port}"
 
     @property
     def embedding_addr(self) -> str:
