@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from google.protobuf import json_format
@@ -25,7 +25,8 @@ SUPPORT_LABELS = {
     common_pb2.SUPPORT_INFERENCE: "reading between the lines",
 }
 T = TypeVar("T")
-Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
+if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
+    Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
 
 
 def render_citations(citations: Sequence[common_pb2.Citation]) -> str:
