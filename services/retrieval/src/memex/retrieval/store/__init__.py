@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -21,9 +22,9 @@ async def open_store(settings: RetrievalSettings, dimension: int) -> AsyncIterat
 
         store = await EmbeddedStore.open(settings.store_dir, dimension)
     else:
-        from memex.retrieval.store.weaviate import open_weaviate_store
-
-        store = await open_weaviate_store(settings, dimension)
+        # Imported by name so the embedded default never needs the Weaviate client installed.
+        weaviate = importlib.import_module("memex.retrieval.store.weaviate")
+        store = await weaviate.open_weaviate_store(settings, dimension)
     try:
         yield store
     finally:
