@@ -32,7 +32,7 @@ def new_index(dimension: int) -> Index:
     return Index(
         ndim=dimension,
         metric="cos",
-        dtype=np.float32,
+        dtype="f32",
         connectivity=CONNECTIVITY,
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
