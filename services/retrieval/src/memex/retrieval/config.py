@@ -74,10 +74,11 @@ class RetrievalSettings(ServiceSettings):
         "records", description="Vault folder holding <collection>.jsonl record files."
     )
     include: list[str] = Field(
-        default=["**/*.md"], description="Glob patterns of vault files to index."
+        default=["*.md"],
+        description="fnmatch patterns of vault-relative paths to index (* crosses folders).",
     )
     exclude: list[str] = Field(
-        default=[], description="Glob patterns of vault files never to index."
+        default=[], description="fnmatch patterns of vault-relative paths never to index."
     )
     max_file_bytes: int = Field(
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
