@@ -49,7 +49,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Vector = Sequence[float]
+import numpy as np
+
+Vector = Sequence[float] | np.ndarray[Any, Any]
 """An L2-normalised embedding (a list of floats or a 1-D float32 numpy array)."""
 
 JsonValue = Any
