@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from memex.cli import embed_command, stack_commands
+from memex.cli import embed_command, retrieval_commands, stack_commands
 from memex.shared.stack import StackSettings
 from pydantic import ValidationError
 
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--query", action="store_true", help="embed as queries, not documents")
     embed.add_argument("--json", action="store_true", help="print the vectors as JSON")
     embed.set_defaults(run=embed_command.embed)
+
+    retrieval_commands.add_parsers(commands)
 
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)

@@ -102,21 +102,26 @@ def matches(record: Record, conditions: Sequence[Condition]) -> bool:
 
 
 def sort_records(records: list[Record], sort: Sort | None) -> list[Record]:
-    """Orders records by ``sort`` (missing or mixed-type values last), ties by id."""
+    """Orders records by ``sort``: numbers, then strings (each group in the asked direction),
+    then records where the field is missing or not a number or string; ties by id."""
     if sort is None:
         return sorted(records, key=lambda r: r.id)
-
-    def key(record: Record) -> tuple[int, Any, str]:
+    numbers: list[tuple[Any, Record]] = []
+    strings: list[tuple[Any, Record]] = []
+    rest: list[Record] = []
+    for record in sorted(records, key=lambda r: r.id):
         value = field_value(record, sort.field)
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            return (2, 0, record.id)
-        return (0 if isinstance(value, int | float) else 1, value, record.id)
-
-    present = [r for r in records if key(r)[0] < 2]
-    missing = sorted((r for r in records if key(r)[0] == 2), key=lambda r: r.id)
-    present.sort(key=lambda r: r.id)
-    present.sort(key=lambda r: key(r)[:2], reverse=sort.descending)
-    return present + missing
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            numbers.append((value, record))
+        elif isinstance(value, str):
+            strings.append((value, record))
+        else:
+            rest.append(record)
+    out: list[Record] = []
+    for group in (numbers, strings):
+        group.sort(key=lambda pair: pair[0], reverse=sort.descending)  # stable: ties keep id order
+        out += [record for _, record in group]
+    return out + rest
 
 
 def apply_query(
