@@ -75,6 +75,7 @@ async def test_kill_9_mid_index_then_rerun(tmp_path: Path, embedding_addr: str) 
     address = f"127.0.0.1:{port}"
 
     import time
+
     t0 = time.monotonic()
     first = _start(store_dir, embedding_addr, port)
     try:
