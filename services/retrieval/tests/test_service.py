@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -12,7 +12,8 @@ from memex.common.v1 import common_pb2
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 
-Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
+if TYPE_CHECKING:  # the async stub type exists only in the .pyi
+    Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 
 
 async def index(stub: Stub, vault: Path, full: bool = False) -> retrieval_pb2.IndexSummary:
