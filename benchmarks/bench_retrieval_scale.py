@@ -74,7 +74,7 @@ def _tuning() -> Tuning:
 
 async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
     """Opens a store cold; search latency (no query embedding), ANN recall@10, memory."""
-    payload = json.loads(query_file.read_text())
+    payload = json.loads(query_file.read_text())  # noqa: ASYNC240 - once, before measuring
     texts: list[str] = payload["texts"]
     vectors = np.asarray(payload["vectors"], dtype=np.float32)
     before = rss_mib()
@@ -178,7 +178,8 @@ async def scale_report(
 ) -> None:
     """Prints latency, recall and memory at the corpus size and at ``big`` chunks."""
     query_file = work / "query-vectors.json"
-    query_file.write_text(json.dumps({"texts": list(data.queries.values()), "vectors": vectors}))
+    payload = {"texts": list(data.queries.values()), "vectors": vectors}
+    query_file.write_text(json.dumps(payload))
     target = work / f"big-{big}"
     marker = target / "complete"
     if not marker.exists():

@@ -23,7 +23,7 @@ from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.health import wait_until_serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
-NOTES = 240
+NOTES = 120
 
 
 def _free_port() -> int:
@@ -60,7 +60,7 @@ async def _index(address: str, vault: Path, stop_after: int | None) -> int:
 def _vault(root: Path) -> int:
     chunks = 0
     for i in range(NOTES):
-        body = f"# Note {i}\n" + " ".join(f"topic{i} word{j}" for j in range(40 + i % 200)) + "\n"
+        body = f"# Note {i}\n" + " ".join(f"topic{i} word{j}" for j in range(40 + i % 150)) + "\n"
         (root / f"n{i:03d}.md").write_text(body)
         chunks += len(chunk_body(body))
     return chunks
@@ -74,14 +74,10 @@ async def test_kill_9_mid_index_then_rerun(tmp_path: Path, embedding_addr: str) 
     port = _free_port()
     address = f"127.0.0.1:{port}"
 
-    import time
-
-    t0 = time.monotonic()
     first = _start(store_dir, embedding_addr, port)
     try:
         seen = await asyncio.wait_for(_index(address, vault, stop_after=NOTES // 3), 180)
         assert 0 < seen < NOTES
-        print("killed at", seen, time.monotonic() - t0, file=sys.stderr)
         first.send_signal(signal.SIGKILL)
     finally:
         first.kill()
@@ -90,12 +86,10 @@ async def test_kill_9_mid_index_then_rerun(tmp_path: Path, embedding_addr: str) 
     second = _start(store_dir, embedding_addr, port)
     try:
         await asyncio.wait_for(_index(address, vault, stop_after=None), 180)
-        print("rerun done", time.monotonic() - t0, file=sys.stderr)
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(60) == 0
 
-    print("stopped", time.monotonic() - t0, file=sys.stderr)
     store = await EmbeddedStore.open(store_dir, 384)
     try:
         stats = await store.stats("default")
