@@ -21,7 +21,7 @@ export UV_PYTHON_DOWNLOADS := never
 export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 
-.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding clean
+.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -82,10 +82,13 @@ status: ## Health of each service
 demo: up ## The main job: start the stack and embed a sentence
 	$(MEMEX) embed "memex remembers what you wrote, and cites it."
 
-bench: bench-embedding ## Every benchmark
+bench: bench-embedding bench-retrieval ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
+	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)
 
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules

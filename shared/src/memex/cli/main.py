@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from memex.cli import ask_commands, embed_command, stack_commands
+from memex.cli import ask_commands, embed_command, retrieval_commands, stack_commands
 from memex.shared.stack import StackSettings
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     forget = commands.add_parser("forget", help="delete a conversation and its messages")
     forget.add_argument("id")
     forget.set_defaults(run=ask_commands.forget)
+    retrieval_commands.add_parsers(commands)
 
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)

@@ -25,6 +25,8 @@ class StackSettings(BaseSettings):
     embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
     embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
     orchestrator_port: int = Field(50054, ge=1, le=65535, description="Orchestrator gRPC port.")
+    retrieval_port: int = Field(50052, ge=1, le=65535, description="Retrieval gRPC port.")
+    retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     start_timeout_seconds: float = Field(
         180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
     )
@@ -52,6 +54,11 @@ class StackSettings(BaseSettings):
         """Address of the embedding service."""
         return f"{self.host}:{self.embedding_port}"
 
+    @property
+    def retrieval_addr(self) -> str:
+        """Address of the retrieval service."""
+        return f"{self.host}:{self.retrieval_port}"
+
 
 @dataclass(frozen=True)
 class ServiceDef:
@@ -76,6 +83,19 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
                 "MEMEX_EMBEDDING_HOST": settings.host,
                 "MEMEX_EMBEDDING_PORT": str(settings.embedding_port),
                 "MEMEX_EMBEDDING_METRICS_PORT": str(settings.embedding_metrics_port),
+            },
+        ),
+        ServiceDef(
+            name="retrieval",
+            module="memex.retrieval",
+            address=settings.retrieval_addr,
+            health_service="memex.retrieval.v1.RetrievalService",
+            env={
+                "MEMEX_RETRIEVAL_HOST": settings.host,
+                "MEMEX_RETRIEVAL_PORT": str(settings.retrieval_port),
+                "MEMEX_RETRIEVAL_METRICS_PORT": str(settings.retrieval_metrics_port),
+                "MEMEX_RETRIEVAL_EMBEDDING_ADDR": settings.embedding_addr,
+                "MEMEX_RETRIEVAL_STORE_DIR": str(settings.data_dir / "retrieval"),
             },
         ),
     ]
