@@ -22,7 +22,7 @@ export UV_PYTHON_DOWNLOADS := never
 export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 
-.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-reasoner clean
+.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-reasoner clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -100,10 +100,13 @@ status: ## Health of each service
 demo: up ## The main job: start the stack and embed a sentence
 	$(MEMEX) embed "memex remembers what you wrote, and cites it."
 
-bench: bench-embedding bench-reasoner ## Every benchmark
+bench: bench-embedding bench-retrieval bench-reasoner ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
+	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)
 
 bench-reasoner: install models ## Reasoner TTFT, throughput and cancel against in-process llama.cpp
 	$(PY) benchmarks/bench_reasoner.py

@@ -25,17 +25,20 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import openai
+
 from memex.reasoner.config import ReasonerSettings, default_model_path
 from memex.reasoner.engine import ChatMessage, Finished, GenerationRequest, Sampling
 from memex.reasoner.llama_engine import LlamaCppEngine
-from memex.reasoner.testing import free_port, openai_server, served, user
+from memex.reasoner.testing import openai_server, served, user
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.health import wait_until_serving
+from memex.shared.testing import free_port
 
 TOPICS = [
     "the history of tea",
@@ -77,7 +80,7 @@ def prompt(i: int) -> str:
     return f"Write a long, detailed essay about {TOPICS[i % len(TOPICS)]} (part {i})."
 
 
-async def timed(events: AsyncIterator[object], count: Callable[[object], int | None]) -> Run:
+async def timed(events: AsyncIterable[Any], count: Callable[[object], int | None]) -> Run:
     """Client-side timings of one stream; ``count`` returns the token count from the final item."""
     started = time.perf_counter()
     first = last = None

@@ -3,23 +3,14 @@ OpenAI-compatible server as the remote."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from memex.reasoner.config import default_model_path
 from memex.reasoner.testing import openai_server
-
-
-def require(path: Path, why: str) -> Path:
-    """``path`` if it exists; otherwise fail under CI (everything must be prepared) or skip."""
-    if path.exists():
-        return path
-    message = f"{path} is missing: {why}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+from memex.shared.testing import require
 
 
 @pytest.fixture(scope="session")

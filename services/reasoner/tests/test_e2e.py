@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memex.reasoner.testing import free_port
+
+from memex.shared.testing import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -12,6 +12,7 @@ import grpc
 import jsonschema
 import pytest
 import pytest_asyncio
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.llama_engine import LlamaCppEngine
 from memex.reasoner.testing import Served, collect, served, user

@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx2
 import pytest
+from pydantic import SecretStr
+
 from memex.reasoner.engine import ChatMessage, Delta, Finished, GenerationRequest, Sampling
 from memex.reasoner.errors import InvalidOutput
 from memex.reasoner.openai_engine import OpenAICompatibleEngine
 from memex.reasoner.schema import validate_output
 from memex.shared import errors
-from pydantic import SecretStr
 
 KEY = "sk-test-0123456789abcdef"
 REQUEST = GenerationRequest(

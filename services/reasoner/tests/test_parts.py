@@ -8,6 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.errors import InvalidOutput
 from memex.reasoner.extract import extract_gguf
@@ -16,7 +18,6 @@ from memex.reasoner.schema import example_instance, parse_schema, validate_outpu
 from memex.reasoner.text import StopMatcher
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.stack import StackSettings, stack_services
-from pydantic import ValidationError
 
 
 async def test_scheduler_serves_waiters_first_in_first_out() -> None:

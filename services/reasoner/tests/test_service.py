@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
 from memex.reasoner.factory import open_core
@@ -163,7 +164,9 @@ async def test_a_script_is_replayed_with_its_chunk_boundaries(tmp_path: Path) ->
         assert final.model == "stub-script"
         # Mid-stream error: the text so far arrives, then the status.
         call = reasoner.stub.Generate(user("answer again"))
-        assert (await call.read()).delta == "half"
+        first = await call.read()
+        assert isinstance(first, reasoner_pb2.GenerateResponse)
+        assert first.delta == "half"
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await collect(call)
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE

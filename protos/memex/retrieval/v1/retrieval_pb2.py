@@ -26,15 +26,15 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from memex.common.v1 import common_pb2 as memex_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"memex/retrieval/v1/retrieval.proto\x12\x12memex.retrieval.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1cmemex/common/v1/common.proto\"\xf8\x02\n\rRetrievedItem\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.memex.retrieval.v1.ItemKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12/\n\nprovenance\x18\x04 \x01(\x0b\x32\x1b.memex.common.v1.Provenance\x12\x10\n\x08\x63itation\x18\x05 \x01(\t\x12\x11\n\tsensitive\x18\x06 \x01(\x08\x12\x12\n\ncollection\x18\x07 \x01(\t\x12\x35\n\x0e\x63hannel_scores\x18\x08 \x03(\x0b\x32\x1d.memex.common.v1.ChannelScore\x12\x13\n\x0b\x66used_score\x18\t \x01(\x01\x12\x16\n\x0erecency_factor\x18\n \x01(\x01\x12\x17\n\x0fsalience_factor\x18\x0b \x01(\x01\x12\r\n\x05score\x18\x0c \x01(\x01\x12+\n\nattributes\x18\r \x01(\x0b\x32\x17.google.protobuf.Struct\"\xac\x01\n\rSearchFilters\x12+\n\x06window\x18\x01 \x01(\x0b\x32\x1b.memex.common.v1.TimeWindow\x12\x13\n\x0b\x63ollections\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x19\n\x11include_sensitive\x18\x04 \x01(\x08\x12\x15\n\rexclude_notes\x18\x05 \x01(\x08\x12\x19\n\x11include_contested\x18\x06 \x01(\x08\"\xb5\x01\n\rSearchRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12*\n\x08\x63hannels\x18\x03 \x03(\x0e\x32\x18.memex.common.v1.Channel\x12\x32\n\x07\x66ilters\x18\x04 \x01(\x0b\x32!.memex.retrieval.v1.SearchFilters\x12\t\n\x01k\x18\x05 \x01(\x05\x12\x1a\n\x12observation_weight\x18\x06 \x01(\x01\"g\n\x0eSearchResponse\x12\x30\n\x05items\x18\x01 \x03(\x0b\x32!.memex.retrieval.v1.RetrievedItem\x12\x10\n\x08\x65mbed_ms\x18\x02 \x01(\x01\x12\x11\n\tsearch_ms\x18\x03 \x01(\x01\"E\n\x11IndexVaultRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\nvault_path\x18\x02 \x01(\t\x12\x0c\n\x04\x66ull\x18\x03 \x01(\x08\"z\n\x12IndexVaultResponse\x12\x0c\n\x04\x64one\x18\x01 \x01(\x05\x12\r\n\x05total\x18\x02 \x01(\x05\x12\x14\n\x0c\x63urrent_path\x18\x03 \x01(\t\x12\x31\n\x07summary\x18\x04 \x01(\x0b\x32 .memex.retrieval.v1.IndexSummary\"+\n\x0bSkippedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xda\x01\n\x0cIndexSummary\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\x05\x12\x0f\n\x07updated\x18\x02 \x01(\x05\x12\x0f\n\x07removed\x18\x03 \x01(\x05\x12\x11\n\tunchanged\x18\x04 \x01(\x05\x12\x30\n\x07skipped\x18\x05 \x03(\x0b\x32\x1f.memex.retrieval.v1.SkippedFile\x12\x10\n\x08warnings\x18\x06 \x03(\t\x12\x17\n\x0f\x63hunks_embedded\x18\x07 \x01(\x05\x12\x18\n\x10records_upserted\x18\x08 \x01(\x05\x12\x0f\n\x07seconds\x18\t \x01(\x01\"v\n\x06Record\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\'\n\x06\x66ields\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08\x63itation\x18\x04 \x01(\t\x12\x11\n\tsensitive\x18\x05 \x01(\x08\"O\n\x0b\x46ieldFilter\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12%\n\x05value\x18\x03 \x01(\x0b\x32\x16.google.protobuf.Value\"\x87\x01\n\x13QueryRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12/\n\x06\x66ilter\x18\x03 \x03(\x0b\x32\x1f.memex.retrieval.v1.FieldFilter\x12\x0c\n\x04sort\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\"C\n\x14QueryRecordsResponse\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\"I\n\x15PersonTimelineRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x11\n\tentity_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"N\n\rTimelineEntry\x12\x0c\n\x04\x64\x61te\x18\x01 \x01(\t\x12/\n\x04item\x18\x02 \x01(\x0b\x32!.memex.retrieval.v1.RetrievedItem\"x\n\x16PersonTimelineResponse\x12*\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x1a.memex.retrieval.v1.Record\x12\x32\n\x07\x65ntries\x18\x02 \x03(\x0b\x32!.memex.retrieval.v1.TimelineEntry\"1\n\x10ListInboxRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\">\n\x11ListInboxResponse\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\"S\n\x14UpsertRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12+\n\x07records\x18\x02 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\")\n\x15UpsertRecordsResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x05\"G\n\x14\x44\x65leteRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\"(\n\x15\x44\x65leteRecordsResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05*\x81\x01\n\x08ItemKind\x12\x19\n\x15ITEM_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fITEM_KIND_CHUNK\x10\x01\x12\x14\n\x10ITEM_KIND_RECORD\x10\x02\x12\x14\n\x10ITEM_KIND_BELIEF\x10\x03\x12\x19\n\x15ITEM_KIND_OBSERVATION\x10\x04\x32\xb4\x05\n\x10RetrievalService\x12]\n\nIndexVault\x12%.memex.retrieval.v1.IndexVaultRequest\x1a&.memex.retrieval.v1.IndexVaultResponse0\x01\x12O\n\x06Search\x12!.memex.retrieval.v1.SearchRequest\x1a\".memex.retrieval.v1.SearchResponse\x12\x61\n\x0cQueryRecords\x12\'.memex.retrieval.v1.QueryRecordsRequest\x1a(.memex.retrieval.v1.QueryRecordsResponse\x12g\n\x0ePersonTimeline\x12).memex.retrieval.v1.PersonTimelineRequest\x1a*.memex.retrieval.v1.PersonTimelineResponse\x12X\n\tListInbox\x12$.memex.retrieval.v1.ListInboxRequest\x1a%.memex.retrieval.v1.ListInboxResponse\x12\x64\n\rUpsertRecords\x12(.memex.retrieval.v1.UpsertRecordsRequest\x1a).memex.retrieval.v1.UpsertRecordsResponse\x12\x64\n\rDeleteRecords\x12(.memex.retrieval.v1.DeleteRecordsRequest\x1a).memex.retrieval.v1.DeleteRecordsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"memex/retrieval/v1/retrieval.proto\x12\x12memex.retrieval.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1cmemex/common/v1/common.proto\"\xf8\x02\n\rRetrievedItem\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x04kind\x18\x02 \x01(\x0e\x32\x1c.memex.retrieval.v1.ItemKind\x12\x0c\n\x04text\x18\x03 \x01(\t\x12/\n\nprovenance\x18\x04 \x01(\x0b\x32\x1b.memex.common.v1.Provenance\x12\x10\n\x08\x63itation\x18\x05 \x01(\t\x12\x11\n\tsensitive\x18\x06 \x01(\x08\x12\x12\n\ncollection\x18\x07 \x01(\t\x12\x35\n\x0e\x63hannel_scores\x18\x08 \x03(\x0b\x32\x1d.memex.common.v1.ChannelScore\x12\x13\n\x0b\x66used_score\x18\t \x01(\x01\x12\x16\n\x0erecency_factor\x18\n \x01(\x01\x12\x17\n\x0fsalience_factor\x18\x0b \x01(\x01\x12\r\n\x05score\x18\x0c \x01(\x01\x12+\n\nattributes\x18\r \x01(\x0b\x32\x17.google.protobuf.Struct\"\xac\x01\n\rSearchFilters\x12+\n\x06window\x18\x01 \x01(\x0b\x32\x1b.memex.common.v1.TimeWindow\x12\x13\n\x0b\x63ollections\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x19\n\x11include_sensitive\x18\x04 \x01(\x08\x12\x15\n\rexclude_notes\x18\x05 \x01(\x08\x12\x19\n\x11include_contested\x18\x06 \x01(\x08\"\xb5\x01\n\rSearchRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12*\n\x08\x63hannels\x18\x03 \x03(\x0e\x32\x18.memex.common.v1.Channel\x12\x32\n\x07\x66ilters\x18\x04 \x01(\x0b\x32!.memex.retrieval.v1.SearchFilters\x12\t\n\x01k\x18\x05 \x01(\x05\x12\x1a\n\x12observation_weight\x18\x06 \x01(\x01\"g\n\x0eSearchResponse\x12\x30\n\x05items\x18\x01 \x03(\x0b\x32!.memex.retrieval.v1.RetrievedItem\x12\x10\n\x08\x65mbed_ms\x18\x02 \x01(\x01\x12\x11\n\tsearch_ms\x18\x03 \x01(\x01\"E\n\x11IndexVaultRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\nvault_path\x18\x02 \x01(\t\x12\x0c\n\x04\x66ull\x18\x03 \x01(\x08\"z\n\x12IndexVaultResponse\x12\x0c\n\x04\x64one\x18\x01 \x01(\x05\x12\r\n\x05total\x18\x02 \x01(\x05\x12\x14\n\x0c\x63urrent_path\x18\x03 \x01(\t\x12\x31\n\x07summary\x18\x04 \x01(\x0b\x32 .memex.retrieval.v1.IndexSummary\"+\n\x0bSkippedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8a\x02\n\x0cIndexSummary\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\x05\x12\x0f\n\x07updated\x18\x02 \x01(\x05\x12\x0f\n\x07removed\x18\x03 \x01(\x05\x12\x11\n\tunchanged\x18\x04 \x01(\x05\x12\x30\n\x07skipped\x18\x05 \x03(\x0b\x32\x1f.memex.retrieval.v1.SkippedFile\x12\x10\n\x08warnings\x18\x06 \x03(\t\x12\x17\n\x0f\x63hunks_embedded\x18\x07 \x01(\x05\x12\x18\n\x10records_upserted\x18\x08 \x01(\x05\x12\x0f\n\x07seconds\x18\t \x01(\x01\x12\x17\n\x0frecords_removed\x18\n \x01(\x05\x12\x15\n\rembed_seconds\x18\x0b \x01(\x01\"v\n\x06Record\x12\x12\n\ncollection\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\'\n\x06\x66ields\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08\x63itation\x18\x04 \x01(\t\x12\x11\n\tsensitive\x18\x05 \x01(\x08\"O\n\x0b\x46ieldFilter\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12%\n\x05value\x18\x03 \x01(\x0b\x32\x16.google.protobuf.Value\"\x87\x01\n\x13QueryRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12/\n\x06\x66ilter\x18\x03 \x03(\x0b\x32\x1f.memex.retrieval.v1.FieldFilter\x12\x0c\n\x04sort\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\"C\n\x14QueryRecordsResponse\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\"I\n\x15PersonTimelineRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x11\n\tentity_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"N\n\rTimelineEntry\x12\x0c\n\x04\x64\x61te\x18\x01 \x01(\t\x12/\n\x04item\x18\x02 \x01(\x0b\x32!.memex.retrieval.v1.RetrievedItem\"x\n\x16PersonTimelineResponse\x12*\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x1a.memex.retrieval.v1.Record\x12\x32\n\x07\x65ntries\x18\x02 \x03(\x0b\x32!.memex.retrieval.v1.TimelineEntry\"G\n\x10ListInboxRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x14\n\x0cinclude_done\x18\x03 \x01(\x08\">\n\x11ListInboxResponse\x12)\n\x05items\x18\x01 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\"S\n\x14UpsertRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12+\n\x07records\x18\x02 \x03(\x0b\x32\x1a.memex.retrieval.v1.Record\")\n\x15UpsertRecordsResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x05\"G\n\x14\x44\x65leteRecordsRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x12\n\ncollection\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\"(\n\x15\x44\x65leteRecordsResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05*\x81\x01\n\x08ItemKind\x12\x19\n\x15ITEM_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fITEM_KIND_CHUNK\x10\x01\x12\x14\n\x10ITEM_KIND_RECORD\x10\x02\x12\x14\n\x10ITEM_KIND_BELIEF\x10\x03\x12\x19\n\x15ITEM_KIND_OBSERVATION\x10\x04\x32\xb4\x05\n\x10RetrievalService\x12]\n\nIndexVault\x12%.memex.retrieval.v1.IndexVaultRequest\x1a&.memex.retrieval.v1.IndexVaultResponse0\x01\x12O\n\x06Search\x12!.memex.retrieval.v1.SearchRequest\x1a\".memex.retrieval.v1.SearchResponse\x12\x61\n\x0cQueryRecords\x12\'.memex.retrieval.v1.QueryRecordsRequest\x1a(.memex.retrieval.v1.QueryRecordsResponse\x12g\n\x0ePersonTimeline\x12).memex.retrieval.v1.PersonTimelineRequest\x1a*.memex.retrieval.v1.PersonTimelineResponse\x12X\n\tListInbox\x12$.memex.retrieval.v1.ListInboxRequest\x1a%.memex.retrieval.v1.ListInboxResponse\x12\x64\n\rUpsertRecords\x12(.memex.retrieval.v1.UpsertRecordsRequest\x1a).memex.retrieval.v1.UpsertRecordsResponse\x12\x64\n\rDeleteRecords\x12(.memex.retrieval.v1.DeleteRecordsRequest\x1a).memex.retrieval.v1.DeleteRecordsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memex.retrieval.v1.retrieval_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ITEMKIND']._serialized_start=2466
-  _globals['_ITEMKIND']._serialized_end=2595
+  _globals['_ITEMKIND']._serialized_start=2536
+  _globals['_ITEMKIND']._serialized_end=2665
   _globals['_RETRIEVEDITEM']._serialized_start=119
   _globals['_RETRIEVEDITEM']._serialized_end=495
   _globals['_SEARCHFILTERS']._serialized_start=498
@@ -50,33 +50,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SKIPPEDFILE']._serialized_start=1156
   _globals['_SKIPPEDFILE']._serialized_end=1199
   _globals['_INDEXSUMMARY']._serialized_start=1202
-  _globals['_INDEXSUMMARY']._serialized_end=1420
-  _globals['_RECORD']._serialized_start=1422
-  _globals['_RECORD']._serialized_end=1540
-  _globals['_FIELDFILTER']._serialized_start=1542
-  _globals['_FIELDFILTER']._serialized_end=1621
-  _globals['_QUERYRECORDSREQUEST']._serialized_start=1624
-  _globals['_QUERYRECORDSREQUEST']._serialized_end=1759
-  _globals['_QUERYRECORDSRESPONSE']._serialized_start=1761
-  _globals['_QUERYRECORDSRESPONSE']._serialized_end=1828
-  _globals['_PERSONTIMELINEREQUEST']._serialized_start=1830
-  _globals['_PERSONTIMELINEREQUEST']._serialized_end=1903
-  _globals['_TIMELINEENTRY']._serialized_start=1905
-  _globals['_TIMELINEENTRY']._serialized_end=1983
-  _globals['_PERSONTIMELINERESPONSE']._serialized_start=1985
-  _globals['_PERSONTIMELINERESPONSE']._serialized_end=2105
-  _globals['_LISTINBOXREQUEST']._serialized_start=2107
-  _globals['_LISTINBOXREQUEST']._serialized_end=2156
-  _globals['_LISTINBOXRESPONSE']._serialized_start=2158
-  _globals['_LISTINBOXRESPONSE']._serialized_end=2220
-  _globals['_UPSERTRECORDSREQUEST']._serialized_start=2222
-  _globals['_UPSERTRECORDSREQUEST']._serialized_end=2305
-  _globals['_UPSERTRECORDSRESPONSE']._serialized_start=2307
-  _globals['_UPSERTRECORDSRESPONSE']._serialized_end=2348
-  _globals['_DELETERECORDSREQUEST']._serialized_start=2350
-  _globals['_DELETERECORDSREQUEST']._serialized_end=2421
-  _globals['_DELETERECORDSRESPONSE']._serialized_start=2423
-  _globals['_DELETERECORDSRESPONSE']._serialized_end=2463
-  _globals['_RETRIEVALSERVICE']._serialized_start=2598
-  _globals['_RETRIEVALSERVICE']._serialized_end=3290
+  _globals['_INDEXSUMMARY']._serialized_end=1468
+  _globals['_RECORD']._serialized_start=1470
+  _globals['_RECORD']._serialized_end=1588
+  _globals['_FIELDFILTER']._serialized_start=1590
+  _globals['_FIELDFILTER']._serialized_end=1669
+  _globals['_QUERYRECORDSREQUEST']._serialized_start=1672
+  _globals['_QUERYRECORDSREQUEST']._serialized_end=1807
+  _globals['_QUERYRECORDSRESPONSE']._serialized_start=1809
+  _globals['_QUERYRECORDSRESPONSE']._serialized_end=1876
+  _globals['_PERSONTIMELINEREQUEST']._serialized_start=1878
+  _globals['_PERSONTIMELINEREQUEST']._serialized_end=1951
+  _globals['_TIMELINEENTRY']._serialized_start=1953
+  _globals['_TIMELINEENTRY']._serialized_end=2031
+  _globals['_PERSONTIMELINERESPONSE']._serialized_start=2033
+  _globals['_PERSONTIMELINERESPONSE']._serialized_end=2153
+  _globals['_LISTINBOXREQUEST']._serialized_start=2155
+  _globals['_LISTINBOXREQUEST']._serialized_end=2226
+  _globals['_LISTINBOXRESPONSE']._serialized_start=2228
+  _globals['_LISTINBOXRESPONSE']._serialized_end=2290
+  _globals['_UPSERTRECORDSREQUEST']._serialized_start=2292
+  _globals['_UPSERTRECORDSREQUEST']._serialized_end=2375
+  _globals['_UPSERTRECORDSRESPONSE']._serialized_start=2377
+  _globals['_UPSERTRECORDSRESPONSE']._serialized_end=2418
+  _globals['_DELETERECORDSREQUEST']._serialized_start=2420
+  _globals['_DELETERECORDSREQUEST']._serialized_end=2491
+  _globals['_DELETERECORDSRESPONSE']._serialized_start=2493
+  _globals['_DELETERECORDSRESPONSE']._serialized_end=2533
+  _globals['_RETRIEVALSERVICE']._serialized_start=2668
+  _globals['_RETRIEVALSERVICE']._serialized_end=3360
 # @@protoc_insertion_point(module_scope)

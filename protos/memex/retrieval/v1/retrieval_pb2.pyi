@@ -324,6 +324,8 @@ class IndexSummary(_message.Message):
     CHUNKS_EMBEDDED_FIELD_NUMBER: _builtins.int
     RECORDS_UPSERTED_FIELD_NUMBER: _builtins.int
     SECONDS_FIELD_NUMBER: _builtins.int
+    RECORDS_REMOVED_FIELD_NUMBER: _builtins.int
+    EMBED_SECONDS_FIELD_NUMBER: _builtins.int
     added: _builtins.int
     updated: _builtins.int
     removed: _builtins.int
@@ -331,6 +333,9 @@ class IndexSummary(_message.Message):
     chunks_embedded: _builtins.int
     records_upserted: _builtins.int
     seconds: _builtins.float
+    records_removed: _builtins.int
+    embed_seconds: _builtins.float
+    """Part of `seconds` spent waiting for the embedding service."""
     @_builtins.property
     def skipped(self) -> _containers.RepeatedCompositeFieldContainer[Global___SkippedFile]: ...
     @_builtins.property
@@ -347,10 +352,12 @@ class IndexSummary(_message.Message):
         chunks_embedded: _builtins.int = ...,
         records_upserted: _builtins.int = ...,
         seconds: _builtins.float = ...,
+        records_removed: _builtins.int = ...,
+        embed_seconds: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "chunks_embedded", b"chunks_embedded", "records_upserted", b"records_upserted", "removed", b"removed", "seconds", b"seconds", "skipped", b"skipped", "unchanged", b"unchanged", "updated", b"updated", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "chunks_embedded", b"chunks_embedded", "embed_seconds", b"embed_seconds", "records_removed", b"records_removed", "records_upserted", b"records_upserted", "removed", b"removed", "seconds", b"seconds", "skipped", b"skipped", "unchanged", b"unchanged", "updated", b"updated", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -394,7 +401,12 @@ Global___Record: _TypeAlias = Record  # noqa: Y015
 
 @_typing.final
 class FieldFilter(_message.Message):
-    """One condition of the record filter language: `field op value`."""
+    """One condition of the record filter language: `field op value`.
+    field: "id", "date" or a dotted path into the record's fields (letters, digits, _).
+    eq/ne: equality (ne also holds when the field is missing); lt/lte/gt/gte: between two numbers
+    or two strings (ISO dates compare as strings), else false; contains: substring of a string
+    field (case-insensitive) or element of a list field; in: value is a list holding the field.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -433,8 +445,9 @@ class QueryRecordsRequest(_message.Message):
     tenant: _builtins.str
     collection: _builtins.str
     sort: _builtins.str
-    """Field to sort by; a leading "-" sorts descending."""
+    """Field to sort by; a leading "-" sorts descending. Empty sorts by id."""
     limit: _builtins.int
+    """At most this many (1000); 0 means 50."""
     @_builtins.property
     def filter(self) -> _containers.RepeatedCompositeFieldContainer[Global___FieldFilter]:
         """All conditions must hold."""
@@ -554,17 +567,21 @@ class ListInboxRequest(_message.Message):
 
     TENANT_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    INCLUDE_DONE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     limit: _builtins.int
+    include_done: _builtins.bool
+    """Also list items whose status is done, archived or dismissed."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         limit: _builtins.int = ...,
+        include_done: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_done", b"include_done", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -89,7 +89,8 @@ class RetrievalServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def QueryRecords(self, request, context):
-        """Structured read over one allowlisted collection. INVALID_ARGUMENT outside the allowlist.
+        """Structured read over one allowlisted collection. PERMISSION_DENIED outside the allowlist,
+        INVALID_ARGUMENT for a malformed filter.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -103,14 +104,15 @@ class RetrievalServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListInbox(self, request, context):
-        """Pending inbox items.
+        """Inbox items not done (status other than done, archived, dismissed), soonest date first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpsertRecords(self, request, context):
-        """Creates or replaces records by id. Idempotent.
+        """Creates or replaces records by id (their fields must hold a string "id"). Idempotent.
+        Records written here have source "api": re-indexing the vault never removes them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

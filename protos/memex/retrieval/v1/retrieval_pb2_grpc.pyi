@@ -36,13 +36,17 @@ class RetrievalServiceStub:
     Search: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.SearchRequest, _retrieval_pb2.SearchResponse]
     """Hybrid search over the tenant's memory (SPEC B5)."""
     QueryRecords: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.QueryRecordsRequest, _retrieval_pb2.QueryRecordsResponse]
-    """Structured read over one allowlisted collection. INVALID_ARGUMENT outside the allowlist."""
+    """Structured read over one allowlisted collection. PERMISSION_DENIED outside the allowlist,
+    INVALID_ARGUMENT for a malformed filter.
+    """
     PersonTimeline: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.PersonTimelineRequest, _retrieval_pb2.PersonTimelineResponse]
     """Everything about one entity, in date order. NOT_FOUND for an unknown entity."""
     ListInbox: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.ListInboxRequest, _retrieval_pb2.ListInboxResponse]
-    """Pending inbox items."""
+    """Inbox items not done (status other than done, archived, dismissed), soonest date first."""
     UpsertRecords: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.UpsertRecordsRequest, _retrieval_pb2.UpsertRecordsResponse]
-    """Creates or replaces records by id. Idempotent."""
+    """Creates or replaces records by id (their fields must hold a string "id"). Idempotent.
+    Records written here have source "api": re-indexing the vault never removes them.
+    """
     DeleteRecords: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteRecordsRequest, _retrieval_pb2.DeleteRecordsResponse]
     """Deletes records by id. Idempotent: unknown ids are ignored."""
 
@@ -54,13 +58,17 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     Search: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.SearchRequest, _retrieval_pb2.SearchResponse]  # type: ignore[assignment]
     """Hybrid search over the tenant's memory (SPEC B5)."""
     QueryRecords: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.QueryRecordsRequest, _retrieval_pb2.QueryRecordsResponse]  # type: ignore[assignment]
-    """Structured read over one allowlisted collection. INVALID_ARGUMENT outside the allowlist."""
+    """Structured read over one allowlisted collection. PERMISSION_DENIED outside the allowlist,
+    INVALID_ARGUMENT for a malformed filter.
+    """
     PersonTimeline: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.PersonTimelineRequest, _retrieval_pb2.PersonTimelineResponse]  # type: ignore[assignment]
     """Everything about one entity, in date order. NOT_FOUND for an unknown entity."""
     ListInbox: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.ListInboxRequest, _retrieval_pb2.ListInboxResponse]  # type: ignore[assignment]
-    """Pending inbox items."""
+    """Inbox items not done (status other than done, archived, dismissed), soonest date first."""
     UpsertRecords: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.UpsertRecordsRequest, _retrieval_pb2.UpsertRecordsResponse]  # type: ignore[assignment]
-    """Creates or replaces records by id. Idempotent."""
+    """Creates or replaces records by id (their fields must hold a string "id"). Idempotent.
+    Records written here have source "api": re-indexing the vault never removes them.
+    """
     DeleteRecords: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteRecordsRequest, _retrieval_pb2.DeleteRecordsResponse]  # type: ignore[assignment]
     """Deletes records by id. Idempotent: unknown ids are ignored."""
 
@@ -87,7 +95,9 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _retrieval_pb2.QueryRecordsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_retrieval_pb2.QueryRecordsResponse, _abc.Awaitable[_retrieval_pb2.QueryRecordsResponse]]:
-        """Structured read over one allowlisted collection. INVALID_ARGUMENT outside the allowlist."""
+        """Structured read over one allowlisted collection. PERMISSION_DENIED outside the allowlist,
+        INVALID_ARGUMENT for a malformed filter.
+        """
 
     @_abc_1.abstractmethod
     def PersonTimeline(
@@ -103,7 +113,7 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _retrieval_pb2.ListInboxRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_retrieval_pb2.ListInboxResponse, _abc.Awaitable[_retrieval_pb2.ListInboxResponse]]:
-        """Pending inbox items."""
+        """Inbox items not done (status other than done, archived, dismissed), soonest date first."""
 
     @_abc_1.abstractmethod
     def UpsertRecords(
@@ -111,7 +121,9 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _retrieval_pb2.UpsertRecordsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_retrieval_pb2.UpsertRecordsResponse, _abc.Awaitable[_retrieval_pb2.UpsertRecordsResponse]]:
-        """Creates or replaces records by id. Idempotent."""
+        """Creates or replaces records by id (their fields must hold a string "id"). Idempotent.
+        Records written here have source "api": re-indexing the vault never removes them.
+        """
 
     @_abc_1.abstractmethod
     def DeleteRecords(

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import grpc
+
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.stack import StackSettings

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import grpc
+
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.stack import StackSettings

@@ -6,9 +6,16 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from memex.cli import embed_command, generate_command, stack_commands
-from memex.shared.stack import StackSettings
 from pydantic import ValidationError
+
+from memex.cli import (
+    ask_commands,
+    embed_command,
+    generate_command,
+    retrieval_commands,
+    stack_commands,
+)
+from memex.shared.stack import StackSettings
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
 
@@ -34,6 +41,31 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--json", action="store_true", help="print the vectors as JSON")
     embed.set_defaults(run=embed_command.embed)
 
+    ask = commands.add_parser("ask", help="a cited answer from your memory")
+    ask.add_argument("question")
+    ask.add_argument("--persona", default="", help="analyst (default), coach, friend, skeptic, ...")
+    ask.add_argument("--limit", type=int, default=0, help="items sent to the answer (default 8)")
+    ask.add_argument("--json", action="store_true", help="the whole structured result as JSON")
+    ask.set_defaults(run=ask_commands.ask)
+
+    chat = commands.add_parser("chat", help="chat with streamed, cited replies")
+    chat.add_argument("message", nargs="?", default="", help="send one message and exit")
+    chat.add_argument(
+        "--persona", default="", help="friend (default), analyst, coach, skeptic, ..."
+    )
+    chat.add_argument("--conversation", default="", help="continue this conversation id")
+    chat.set_defaults(run=ask_commands.chat)
+
+    convs = commands.add_parser("conversations", help="list conversations, or replay one")
+    convs.add_argument("id", nargs="?", default="", help="a conversation to replay")
+    convs.add_argument("--limit", type=int, default=50)
+    convs.add_argument("--json", action="store_true", help="machine-readable output")
+    convs.set_defaults(run=ask_commands.conversations)
+
+    forget = commands.add_parser("forget", help="delete a conversation and its messages")
+    forget.add_argument("id")
+    forget.set_defaults(run=ask_commands.forget)
+    retrieval_commands.add_parsers(commands)
     generate_command.add_parser(commands)
 
     supervise = commands.add_parser("supervise")  # what `up` runs in the background

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import grpc
+
 from memex.shared.interceptors import REQUEST_ID_KEY, deadline_var
 from memex.shared.logs import request_id_var
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+
 from memex.shared import errors
 
 STATUS_BY_ERROR: dict[type[errors.MemexError], grpc.StatusCode] = {

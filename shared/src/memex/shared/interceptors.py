@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import grpc
+
 from memex.shared import errors
 from memex.shared.grpc_errors import INTERNAL_MESSAGE, status_for
 from memex.shared.logs import request_id_var

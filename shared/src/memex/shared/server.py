@@ -19,6 +19,7 @@ import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
 from memex.shared.errors import Unavailable
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.metrics import MetricsServer

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memex.shared.settings import default_data_dir
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memex.shared.settings import default_data_dir
 
 
 class StackSettings(BaseSettings):
@@ -23,6 +24,9 @@ class StackSettings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir, description="State, logs, pid files.")
     embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
     embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
+    orchestrator_port: int = Field(50054, ge=1, le=65535, description="Orchestrator gRPC port.")
+    retrieval_port: int = Field(50052, ge=1, le=65535, description="Retrieval gRPC port.")
+    retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
     reasoner_metrics_port: int = Field(9153, ge=1, le=65535, description="Reasoner /metrics.")
     start_timeout_seconds: float = Field(
@@ -43,9 +47,19 @@ class StackSettings(BaseSettings):
         return self.data_dir / "logs"
 
     @property
+    def orchestrator_addr(self) -> str:
+        """Address of the orchestrator."""
+        return f"{self.host}:{self.orchestrator_port}"
+
+    @property
     def embedding_addr(self) -> str:
         """Address of the embedding service."""
         return f"{self.host}:{self.embedding_port}"
+
+    @property
+    def retrieval_addr(self) -> str:
+        """Address of the retrieval service."""
+        return f"{self.host}:{self.retrieval_port}"
 
     @property
     def reasoner_addr(self) -> str:
@@ -76,6 +90,19 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
                 "MEMEX_EMBEDDING_HOST": settings.host,
                 "MEMEX_EMBEDDING_PORT": str(settings.embedding_port),
                 "MEMEX_EMBEDDING_METRICS_PORT": str(settings.embedding_metrics_port),
+            },
+        ),
+        ServiceDef(
+            name="retrieval",
+            module="memex.retrieval",
+            address=settings.retrieval_addr,
+            health_service="memex.retrieval.v1.RetrievalService",
+            env={
+                "MEMEX_RETRIEVAL_HOST": settings.host,
+                "MEMEX_RETRIEVAL_PORT": str(settings.retrieval_port),
+                "MEMEX_RETRIEVAL_METRICS_PORT": str(settings.retrieval_metrics_port),
+                "MEMEX_RETRIEVAL_EMBEDDING_ADDR": settings.embedding_addr,
+                "MEMEX_RETRIEVAL_STORE_DIR": str(settings.data_dir / "retrieval"),
             },
         ),
         # Its engine and model come from the MEMEX_REASONER_* variables the stack inherits.

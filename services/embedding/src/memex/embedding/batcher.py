@@ -16,9 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from prometheus_client import Counter, Gauge, Histogram
+
 from memex.embedding.engine import EmbedResult
 from memex.shared.errors import ResourceExhausted, Unavailable
-from prometheus_client import Counter, Gauge, Histogram
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from memex.shared.settings import ServiceSettings, default_cache_dir
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
+
+from memex.shared.settings import ServiceSettings, default_cache_dir
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 

@@ -12,9 +12,10 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
+from tokenizers import Encoding, Tokenizer
+
 from memex.embedding.errors import ModelNotPrepared
 from memex.shared.errors import FailedPrecondition
-from tokenizers import Encoding, Tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-from memex.embedding.engine import METADATA_FILE
 from onnx import TensorProto, helper, numpy_helper
 from safetensors.numpy import load_file
+
+from memex.embedding.engine import METADATA_FILE
 
 OPSET = 17
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.core import EmbeddingCore, open_core
 from memex.embedding.servicer import EmbeddingServicer

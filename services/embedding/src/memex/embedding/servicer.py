@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+
 from memex.embedding.core import EmbeddingCore, Kind
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.server import EngineSlot

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from pydantic import ValidationError
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.server import build
 from memex.shared.logs import configure_logging
-from pydantic import ValidationError
 
 
 async def _main(settings: ReasonerSettings) -> None:

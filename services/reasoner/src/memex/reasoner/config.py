@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from memex.shared.settings import ServiceSettings, default_cache_dir
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
+
+from memex.shared.settings import ServiceSettings, default_cache_dir
 
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -27,6 +27,7 @@ from typing import Any
 import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 from llama_cpp.llama_grammar import LlamaGrammar
+
 from memex.reasoner.engine import (
     ChatMessage,
     Delta,

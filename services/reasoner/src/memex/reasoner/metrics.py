@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from memex.reasoner.engine import Finished
 from prometheus_client import Counter, Gauge, Histogram
+
+from memex.reasoner.engine import Finished
 
 _LABELS = ["engine", "model"]
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)

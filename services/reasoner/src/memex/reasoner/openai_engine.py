@@ -16,6 +16,11 @@ from typing import Any
 
 import httpx2
 import openai
+from openai import Omit, omit
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+from openai.types.shared_params import ResponseFormatJSONSchema
+from pydantic import SecretStr
+
 from memex.reasoner.engine import (
     ChatMessage,
     Delta,
@@ -27,10 +32,6 @@ from memex.reasoner.engine import (
 )
 from memex.reasoner.schema import schema_instructions
 from memex.shared import errors
-from openai import Omit, omit
-from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
-from openai.types.shared_params import ResponseFormatJSONSchema
-from pydantic import SecretStr
 
 log = logging.getLogger(__name__)
 

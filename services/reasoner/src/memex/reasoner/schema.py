@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
+
 from memex.reasoner.errors import InvalidOutput
 from memex.shared.errors import InvalidArgument
 

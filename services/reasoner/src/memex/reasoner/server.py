@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
 from memex.reasoner.factory import open_core

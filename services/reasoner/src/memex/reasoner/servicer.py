@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+
 from memex.reasoner.core import RawRequest, ReasonerCore, Summary
 from memex.reasoner.engine import FinishReason, Role
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc

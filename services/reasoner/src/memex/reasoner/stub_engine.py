@@ -23,6 +23,8 @@ from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Literal
 
+from pydantic import BaseModel, Field, ValidationError
+
 from memex.reasoner.engine import (
     Delta,
     EngineInfo,
@@ -35,7 +37,6 @@ from memex.reasoner.schema import example_instance
 from memex.reasoner.text import StopMatcher
 from memex.shared import errors
 from memex.shared.errors import FailedPrecondition
-from pydantic import BaseModel, Field, ValidationError
 
 ENGINE_NAME = "stub"
 

@@ -6,9 +6,7 @@ them any stream they need), so they live in the package rather than in one conft
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -18,42 +16,13 @@ from typing import Any
 
 import grpc
 import httpx2
+
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
 from memex.reasoner.server import build
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.server import GrpcService, RunningServer
-
-
-def free_port() -> int:
-    """A TCP port that was free on loopback a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def serving(service: GrpcService[Any]) -> AsyncIterator[RunningServer]:
-    """Runs ``service`` in this event loop until the block ends, then stops it gracefully."""
-    task: asyncio.Future[Any] = asyncio.create_task(service.run(handle_signals=False))
-    await asyncio.wait({task, service.started}, return_when=asyncio.FIRST_COMPLETED, timeout=30)
-    if task.done():
-        task.result()
-        raise RuntimeError("the service stopped before it started")
-    running = service.started.result()
-    ready: asyncio.Future[Any] = asyncio.ensure_future(running.ready.wait())
-    await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED, timeout=120)
-    if task.done():
-        task.result()
-        raise RuntimeError("the service stopped before it was ready")
-    if not ready.done():
-        raise TimeoutError("the service was not ready within 120s")
-    try:
-        yield running
-    finally:
-        ready.cancel()
-        running.stop()
-        await asyncio.wait_for(task, 60)
+from memex.shared.testing import free_port, serving
 
 
 class Served:

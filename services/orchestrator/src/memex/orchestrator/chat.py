@@ -1,0 +1,164 @@
+"""Chat (SPEC B7, B8, B11): one streamed model call over the persona's retrieval, with history.
+
+Events: ``meta``, many ``delta``, one ``citations`` (policed), ``done``; an error after the first
+event becomes an ``error`` event in place of the tail. Both sides are stored; replies are never
+ingested as memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from memex.orchestrator.briefing import CHAT_FORMAT, render_items
+from memex.orchestrator.citations import parse_citations, police
+from memex.orchestrator.core import Context
+from memex.orchestrator.items import Citation
+from memex.orchestrator.ports import ChatMessage, GenerateOptions
+from memex.orchestrator.stream_filter import StreamFilter
+from memex.orchestrator.text import conversation_title
+from memex.shared.errors import InvalidArgument, MemexError
+from memex.shared.logs import request_id_var
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 8000
+
+
+@dataclass(frozen=True)
+class Meta:
+    conversation_id: str
+    model: str
+    persona: str
+
+
+@dataclass(frozen=True)
+class Delta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Citations:
+    citations: list[Citation]
+    withheld: int
+
+
+@dataclass(frozen=True)
+class Done:
+    message_id: str
+    latency_ms: float
+    chunks_considered: int
+
+
+@dataclass(frozen=True)
+class Error:
+    """The error that ended the stream; the transport names its status."""
+
+    error: MemexError
+
+
+ChatEvent = Meta | Delta | Citations | Done | Error
+
+
+class Chatter:
+    """Runs chats against one context."""
+
+    def __init__(self, context: Context) -> None:
+        self._c = context
+
+    async def chat(
+        self, tenant: str, conversation_id: str, message: str, persona_name: str = ""
+    ) -> AsyncIterator[ChatEvent]:
+        """Streams a reply. Errors before the first event raise; later ones become an Error."""
+        started = time.perf_counter()
+        message = message.strip()
+        if not message:
+            raise InvalidArgument("message is empty: say something")
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise InvalidArgument(
+                f"message has {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}"
+            )
+        c = self._c
+        persona = c.personas.get(persona_name, "chat")
+        store = c.store
+        if conversation_id:
+            history = await asyncio.to_thread(
+                store.recent_messages, tenant, conversation_id, c.settings.chat_history_messages
+            )
+        else:
+            history = []
+            conversation_id = await asyncio.to_thread(
+                store.create_conversation, tenant, conversation_title(message), persona.name
+            )
+        await asyncio.to_thread(store.add_message, tenant, conversation_id, "user", message)
+        yield Meta(conversation_id, c.info.model, persona.name)
+
+        try:
+            fused = await c.memory.search(tenant, c.search_spec(persona, message))
+            shown, withheld = c.split_sensitive(fused)
+            shown = shown[: persona.chunks]
+            messages = [ChatMessage("system", f"{persona.system_prompt.strip()}\n\n{CHAT_FORMAT}")]
+            messages += [
+                ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in history
+            ]
+            messages.append(ChatMessage("user", f"{render_items(shown)}\n\n{message}"))
+            stream = StreamFilter()
+            visible: list[str] = []
+            async for piece in c.reasoner.stream(
+                purpose="chat",
+                persona=persona.name,
+                messages=messages,
+                options=GenerateOptions(max_tokens=c.settings.answer_max_tokens, temperature=0.7),
+                sensitive_texts=[i.text for i in withheld],
+            ):
+                if text := stream.feed(piece):
+                    visible.append(text)
+                    yield Delta(text)
+            if text := stream.finish():
+                visible.append(text)
+                yield Delta(text)
+            citations, report = police(parse_citations(stream.citations_text), shown)
+            reply = "".join(visible).rstrip()
+            if withheld:
+                note = f"\n\n{c.withheld_note(len(withheld))}"
+                reply += note
+                yield Delta(note)
+            yield Citations(citations, len(withheld))
+            latency_ms = (time.perf_counter() - started) * 1000
+            message_id = await asyncio.to_thread(
+                store.add_message,
+                tenant,
+                conversation_id,
+                "assistant",
+                reply,
+                citations,
+                c.info.model,
+                latency_ms,
+            )
+            await asyncio.to_thread(
+                lambda: c.record(
+                    tenant=tenant,
+                    kind="chat",
+                    query=message,
+                    latency_ms=latency_ms,
+                    persona=persona.name,
+                    items=fused,
+                    citations=citations,
+                    grounding=report.score,
+                    abstained=not shown,
+                    conversation_id=conversation_id,
+                )
+            )
+            yield Done(message_id, latency_ms, len(shown))
+        except MemexError as exc:
+            yield Error(exc)
+        except Exception:
+            log.exception("chat failed after the stream began")
+            yield Error(
+                MemexError(
+                    f"internal error; the orchestrator log has request id {request_id_var.get()}"
+                )
+            )

@@ -1,0 +1,55 @@
+"""Orchestrator settings (``MEMEX_ORCHESTRATOR_...``)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from memex.shared.settings import ServiceSettings, default_data_dir
+
+
+class OrchestratorSettings(ServiceSettings):
+    """Everything the orchestrator and its chat worker read from the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMEX_ORCHESTRATOR_")
+
+    port: int = Field(50054, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    retrieval_addr: str = Field("127.0.0.1:50052", description="Address of the retrieval service.")
+    reasoner_addr: str = Field("127.0.0.1:50053", description="Address of the reasoner service.")
+    data_dir: Path = Field(
+        default_factory=lambda: default_data_dir() / "orchestrator",
+        description="Holds state.db (conversations, turns, telemetry, LLM log).",
+    )
+    personas_dir: Path = Field(
+        default_factory=lambda: default_data_dir() / "personas",
+        description="User persona files (*.toml) added to, or replacing, the built-ins.",
+    )
+    default_tenant: str = Field("default", description="Tenant of requests that name none.")
+    ask_limit: int = Field(8, ge=1, le=50, description="Items sent to the synthesize hop (top N).")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant over plan steps.")
+    chat_history_messages: int = Field(12, ge=0, description="Earlier messages briefed in chat.")
+    local_sees_sensitive: bool = Field(
+        True, description="Whether a local reasoner may see sensitive items (a remote one never)."
+    )
+    abstain_below: float = Field(
+        0.5, ge=0, le=1, description="Abstain when less than this share of citations is grounded."
+    )
+    plan_max_tokens: int = Field(160, gt=0, description="Token budget of the plan hop.")
+    answer_max_tokens: int = Field(400, gt=0, description="Token budget of answers.")
+    worker_poll_seconds: float = Field(2.0, gt=0, description="Chat worker poll interval.")
+    worker_context_chars: int = Field(4000, gt=0, description="Thread context cap per queued turn.")
+    worker_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-chat-worker",
+        description="Stable id of this chat worker; a restarted worker takes back its own turns.",
+    )
+    worker_lease_seconds: float = Field(
+        120.0, gt=0, description="A thinking turn whose worker is silent this long is requeued."
+    )
+
+    @property
+    def state_path(self) -> Path:
+        """The SQLite database."""
+        return self.data_dir / "state.db"

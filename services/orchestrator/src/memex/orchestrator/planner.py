@@ -1,0 +1,114 @@
+"""The plan hop's tools, schema and validation (SPEC B1).
+
+The model sees only the question and this schema, never data. Each proposed step is validated;
+invalid ones are dropped and counted, and an empty or unusable plan falls back to
+``search_vault(question)``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+RECORD_COLLECTIONS = ("entities", "events", "inbox", "beliefs", "observations")
+FILTER_OPS = ("eq", "ne", "lt", "lte", "gt", "gte", "contains", "in")
+MAX_STEPS = 4
+
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "steps": {
+            "type": "array",
+            "maxItems": MAX_STEPS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "tool": {
+                        "type": "string",
+                        "enum": ["search_vault", "query_records", "person_timeline", "list_inbox"],
+                    },
+                    "query": {"type": "string"},
+                    "collection": {"type": "string", "enum": list(RECORD_COLLECTIONS)},
+                    "entity_id": {"type": "string"},
+                },
+                "required": ["tool"],
+            },
+        }
+    },
+    "required": ["steps"],
+}
+
+PLAN_INSTRUCTIONS = f"""
+You plan how to look up the answer to a question in a person's notes and records. You cannot see
+the data; you only choose lookups. Tools:
+- search_vault(query): search the notes; write a short search query.
+- query_records(collection): read records; collection is one of {", ".join(RECORD_COLLECTIONS)}.
+- person_timeline(entity_id): everything about one person or entity, by its id.
+- list_inbox(): the pending inbox items.
+Return JSON: {{"steps": [{{"tool": "search_vault", "query": "..."}}]}} with 1 to {MAX_STEPS} steps.
+""".strip()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One validated retrieval step."""
+
+    tool: str
+    query: str = ""
+    collection: str = ""
+    entity_id: str = ""
+    filters: tuple[tuple[str, str, object], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    dropped: tuple[str, ...]  # why each invalid step was dropped
+    fell_back: bool
+
+
+def _validate(raw: Any) -> Step | str:
+    if not isinstance(raw, dict):
+        return "a step is not an object"
+    tool = raw.get("tool")
+    if tool == "search_vault":
+        query = raw.get("query")
+        if not isinstance(query, str) or not query.strip():
+            return "search_vault without a query"
+        return Step("search_vault", query=query.strip()[:500])
+    if tool == "query_records":
+        collection = raw.get("collection")
+        if collection not in RECORD_COLLECTIONS:
+            return f"query_records on {collection!r}, which is not allowlisted"
+        return Step("query_records", collection=str(collection))
+    if tool == "person_timeline":
+        entity = raw.get("entity_id")
+        if not isinstance(entity, str) or not entity.strip():
+            return "person_timeline without an entity_id"
+        return Step("person_timeline", entity_id=entity.strip())
+    if tool == "list_inbox":
+        return Step("list_inbox")
+    return f"unknown tool {tool!r}"
+
+
+def parse_plan(text: str, question: str) -> Plan:
+    """Validates the model's plan; falls back to searching the question itself."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    raw_steps = value.get("steps") if isinstance(value, dict) else None
+    steps: list[Step] = []
+    dropped: list[str] = []
+    for raw in raw_steps if isinstance(raw_steps, list) else []:
+        checked = _validate(raw)
+        if isinstance(checked, str):
+            dropped.append(checked)
+        elif checked not in steps and len(steps) < MAX_STEPS:
+            steps.append(checked)
+    if not isinstance(raw_steps, list):
+        dropped.append("the plan was not JSON with a steps list")
+    if not steps:
+        return Plan((Step("search_vault", query=question),), tuple(dropped), fell_back=True)
+    return Plan(tuple(steps), tuple(dropped), fell_back=False)

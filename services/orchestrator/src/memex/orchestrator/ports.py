@@ -1,0 +1,95 @@
+"""What the orchestrator needs from the other stages, as small protocols (no gRPC here).
+
+`clients.py` implements them over gRPC; unit tests use fakes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from memex.orchestrator.items import ShownItem
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class ReasonerInfo:
+    engine: str
+    model: str
+    context_length: int
+    local: bool
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    max_tokens: int = 512
+    temperature: float | None = None
+    json_schema: str = ""
+    stop: tuple[str, ...] = ()
+
+
+class Reasoner(Protocol):
+    """The reasoner stage."""
+
+    async def info(self) -> ReasonerInfo:
+        """Engine, model, and whether it is local (SPEC B3)."""
+        ...
+
+    def generate(
+        self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
+    ) -> AsyncIterator[str]:
+        """Streams text deltas; appends the final usage to ``usage`` when the stream ends."""
+        ...
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    query: str
+    channels: tuple[str, ...] = ("vector", "keyword", "graph")
+    k: int = 10
+    window_days: int = 0
+    include_contested: bool = False
+    observation_weight: float = 1.0
+    include_sensitive: bool = True
+    collections: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Memory(Protocol):
+    """The retrieval stage, as the four tools of the plan hop (SPEC B1) see it."""
+
+    async def search(self, tenant: str, spec: SearchSpec) -> list[ShownItem]:
+        """Hybrid search, best first."""
+        ...
+
+    async def query_records(
+        self,
+        tenant: str,
+        collection: str,
+        filters: Sequence[tuple[str, str, object]],
+        sort: str,
+        limit: int,
+    ) -> list[ShownItem]:
+        """Structured read over an allowlisted collection."""
+        ...
+
+    async def person_timeline(self, tenant: str, entity_id: str, limit: int) -> list[ShownItem]:
+        """Everything about one entity, in date order."""
+        ...
+
+    async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
+        """Pending inbox items."""
+        ...

@@ -1,0 +1,93 @@
+-- The orchestrator's state, one SQLite database (WAL). Migrations are applied in order by
+-- store.py; each block below `-- migration N` runs once, in a transaction, and bumps user_version.
+
+-- migration 1
+CREATE TABLE conversations (
+  id          TEXT PRIMARY KEY,
+  tenant      TEXT NOT NULL,
+  title       TEXT NOT NULL,
+  persona     TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL
+);
+CREATE INDEX conversations_by_tenant ON conversations (tenant, updated_at DESC);
+
+CREATE TABLE messages (
+  id               TEXT PRIMARY KEY,
+  conversation_id  TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+  role             TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  text             TEXT NOT NULL,
+  citations        TEXT NOT NULL DEFAULT '[]',  -- JSON array of validated citations
+  model            TEXT NOT NULL DEFAULT '',
+  latency_ms       REAL NOT NULL DEFAULT 0,
+  created_at       TEXT NOT NULL
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, created_at);
+
+CREATE TABLE threads (
+  id          TEXT PRIMARY KEY,
+  tenant      TEXT NOT NULL,
+  title       TEXT NOT NULL,
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX threads_by_tenant ON threads (tenant, created_at DESC);
+
+-- Queued chat (SPEC B13). User turns move pending -> thinking -> answered | error; a claim holds
+-- a lease, so a turn whose worker died goes back to pending once the lease has expired.
+CREATE TABLE turns (
+  id           TEXT PRIMARY KEY,
+  thread_id    TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+  role         TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  text         TEXT NOT NULL,
+  citations    TEXT NOT NULL DEFAULT '[]',
+  state        TEXT NOT NULL CHECK (state IN ('pending', 'thinking', 'answered', 'error')),
+  error        TEXT NOT NULL DEFAULT '',
+  claimed_by   TEXT NOT NULL DEFAULT '',
+  lease_until  REAL NOT NULL DEFAULT 0,
+  reply_to     TEXT REFERENCES turns (id) ON DELETE CASCADE,
+  seq          INTEGER NOT NULL,
+  created_at   TEXT NOT NULL
+);
+CREATE INDEX turns_by_thread ON turns (thread_id, seq);
+CREATE INDEX turns_pending ON turns (state, seq) WHERE role = 'user';
+
+-- Telemetry (SPEC B12): one row per search, ask and chat, one per retrieved item.
+CREATE TABLE telemetry_turns (
+  id               TEXT PRIMARY KEY,
+  tenant           TEXT NOT NULL,
+  kind             TEXT NOT NULL CHECK (kind IN ('search', 'ask', 'chat')),
+  query            TEXT NOT NULL,
+  model            TEXT NOT NULL DEFAULT '',
+  persona          TEXT NOT NULL DEFAULT '',
+  prompt_version   TEXT NOT NULL DEFAULT '',
+  grounding_score  REAL,
+  abstained        INTEGER NOT NULL DEFAULT 0,
+  latency_ms       REAL NOT NULL,
+  conversation_id  TEXT REFERENCES conversations (id) ON DELETE CASCADE,
+  created_at       TEXT NOT NULL
+);
+CREATE TABLE telemetry_retrievals (
+  turn_id         TEXT NOT NULL REFERENCES telemetry_turns (id) ON DELETE CASCADE,
+  item_id         TEXT NOT NULL,
+  final_rank      INTEGER NOT NULL,
+  fused_score     REAL NOT NULL,
+  channel_scores  TEXT NOT NULL,  -- JSON object: channel -> score
+  cited           INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (turn_id, item_id)
+);
+
+-- The audited LLM log (SPEC B4): every reasoner call, prompts and responses redacted.
+CREATE TABLE llm_log (
+  id                 TEXT PRIMARY KEY,
+  request_id         TEXT NOT NULL,
+  purpose            TEXT NOT NULL,
+  model              TEXT NOT NULL,
+  persona            TEXT NOT NULL,
+  prompt             TEXT NOT NULL,
+  response           TEXT NOT NULL DEFAULT '',
+  prompt_tokens      INTEGER NOT NULL DEFAULT 0,
+  completion_tokens  INTEGER NOT NULL DEFAULT 0,
+  latency_ms         REAL NOT NULL DEFAULT 0,
+  outcome            TEXT NOT NULL DEFAULT 'started',
+  created_at         TEXT NOT NULL
+);

@@ -1,0 +1,24 @@
+"""Builds the orchestrator service on the shared gRPC lifecycle."""
+
+from __future__ import annotations
+
+import grpc
+
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.service import Orchestrator, open_orchestrator
+from memex.orchestrator.servicer import OrchestratorServicer
+from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
+from memex.shared.server import EngineSlot, GrpcService
+
+SERVICE = orchestrator_pb2.DESCRIPTOR.services_by_name["OrchestratorService"]
+
+
+def build(settings: OrchestratorSettings) -> GrpcService[Orchestrator]:
+    """The orchestrator service, ready to ``run()``."""
+
+    def register(server: grpc.aio.Server, slot: EngineSlot[Orchestrator]) -> None:
+        orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
+            OrchestratorServicer(slot), server
+        )
+
+    return GrpcService(settings, [SERVICE], register, lambda: open_orchestrator(settings))

@@ -1,0 +1,259 @@
+"""Proto ⇄ domain translation for the orchestrator service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+
+from memex.common.v1 import common_pb2
+from memex.orchestrator import chat as chat_events
+from memex.orchestrator.clients import CHANNELS
+from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.service import Orchestrator
+from memex.orchestrator.store import Conversation, Message, Thread, Turn
+from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.grpc_errors import status_for
+from memex.shared.server import EngineSlot
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+SUPPORT = {
+    "verbatim": common_pb2.SUPPORT_VERBATIM,
+    "paraphrase": common_pb2.SUPPORT_PARAPHRASE,
+    "inference": common_pb2.SUPPORT_INFERENCE,
+}
+KINDS = {
+    "chunk": retrieval_pb2.ITEM_KIND_CHUNK,
+    "record": retrieval_pb2.ITEM_KIND_RECORD,
+    "belief": retrieval_pb2.ITEM_KIND_BELIEF,
+    "observation": retrieval_pb2.ITEM_KIND_OBSERVATION,
+}
+STATES = {
+    "pending": pb.TURN_STATE_PENDING,
+    "thinking": pb.TURN_STATE_THINKING,
+    "answered": pb.TURN_STATE_ANSWERED,
+    "error": pb.TURN_STATE_ERROR,
+}
+ROLES = {"user": pb.MESSAGE_ROLE_USER, "assistant": pb.MESSAGE_ROLE_ASSISTANT}
+
+
+def citation_pb(citation: Citation | dict[str, Any]) -> common_pb2.Citation:
+    """A checked citation on the wire (from the domain object or its stored JSON)."""
+    c = citation if isinstance(citation, dict) else citation.__dict__
+    return common_pb2.Citation(
+        ref=c["ref"],
+        item_id=c["item_id"],
+        episode_id=c["episode_id"],
+        quote=c["quote"],
+        support=SUPPORT.get(c["support"], common_pb2.SUPPORT_UNSPECIFIED),
+    )
+
+
+def item_pb(item: ShownItem) -> retrieval_pb2.RetrievedItem:
+    """A search result on the wire."""
+    return retrieval_pb2.RetrievedItem(
+        id=item.item_id,
+        kind=KINDS[item.kind],
+        text=item.text,
+        citation=item.ref,
+        sensitive=item.sensitive,
+        score=item.score,
+        provenance=common_pb2.Provenance(
+            episode_id=item.episode_id, date=item.date, title=item.title
+        ),
+        channel_scores=[
+            common_pb2.ChannelScore(channel=CHANNELS[name], score=score)
+            for name, score in item.channel_scores.items()
+            if name in CHANNELS
+        ],
+    )
+
+
+def conversation_pb(c: Conversation) -> pb.Conversation:
+    return pb.Conversation(
+        id=c.id,
+        title=c.title,
+        persona=c.persona,
+        created_at=c.created_at,
+        updated_at=c.updated_at,
+        message_count=c.message_count,
+    )
+
+
+def message_pb(m: Message) -> pb.ConversationMessage:
+    return pb.ConversationMessage(
+        id=m.id,
+        role=ROLES[m.role],
+        text=m.text,
+        citations=[citation_pb(c) for c in m.citations],
+        model=m.model,
+        latency_ms=m.latency_ms,
+        created_at=m.created_at,
+    )
+
+
+def turn_pb(t: Turn) -> pb.Turn:
+    return pb.Turn(
+        id=t.id,
+        thread_id=t.thread_id,
+        role=ROLES[t.role],
+        text=t.text,
+        citations=[citation_pb(c) for c in t.citations],
+        state=STATES[t.state],
+        error=t.error,
+        created_at=t.created_at,
+    )
+
+
+def thread_pb(t: Thread) -> pb.Thread:
+    return pb.Thread(id=t.id, title=t.title, created_at=t.created_at)
+
+
+def _citations(citations: Sequence[Citation]) -> list[common_pb2.Citation]:
+    return [citation_pb(c) for c in citations]
+
+
+class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
+    """Implements memex.orchestrator.v1.OrchestratorService."""
+
+    def __init__(self, slot: EngineSlot[Orchestrator]) -> None:
+        self._slot = slot
+
+    async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
+        o = self._slot.get()
+        r = await o.asker.ask(
+            o.tenant(request.tenant), request.question, request.persona, request.limit
+        )
+        return pb.AskResponse(
+            answer=r.answer,
+            citations=_citations(r.citations),
+            persona=r.persona,
+            grounding=pb.GroundingReport(
+                cited=r.grounding.cited,
+                grounded=r.grounding.grounded,
+                score=r.grounding.score,
+                dropped=list(r.grounding.dropped),
+            ),
+            abstained=r.abstained,
+            stages=r.stages,
+            reframed_question=r.reframed_question,
+            opinion=r.opinion,
+            withheld=r.withheld,
+            model=r.model,
+            latency_ms=r.latency_ms,
+            turn_id=r.turn_id,
+        )
+
+    async def Chat(
+        self, request: pb.ChatRequest, context: Context
+    ) -> AsyncIterator[pb.ChatResponse]:
+        o = self._slot.get()
+        stream = o.chatter.chat(
+            o.tenant(request.tenant), request.conversation_id, request.message, request.persona
+        )
+        async for event in stream:
+            match event:
+                case chat_events.Meta():
+                    yield pb.ChatResponse(
+                        meta=pb.ChatMeta(
+                            conversation_id=event.conversation_id,
+                            model=event.model,
+                            persona=event.persona,
+                        )
+                    )
+                case chat_events.Delta():
+                    yield pb.ChatResponse(delta=event.text)
+                case chat_events.Citations():
+                    yield pb.ChatResponse(
+                        citations=pb.ChatCitations(
+                            citations=_citations(event.citations), withheld=event.withheld
+                        )
+                    )
+                case chat_events.Done():
+                    yield pb.ChatResponse(
+                        done=pb.ChatDone(
+                            message_id=event.message_id,
+                            latency_ms=event.latency_ms,
+                            chunks_considered=event.chunks_considered,
+                        )
+                    )
+                case chat_events.Error():
+                    yield pb.ChatResponse(
+                        error=pb.ChatError(
+                            code=status_for(event.error).name, message=event.error.message
+                        )
+                    )
+
+    async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
+        o = self._slot.get()
+        search = request.search
+        items, turn_id = await o.search(
+            o.tenant(search.tenant), search.query, request.persona, search.k
+        )
+        return pb.SearchResponse(items=[item_pb(i) for i in items], turn_id=turn_id)
+
+    async def ListConversations(
+        self, request: pb.ListConversationsRequest, context: Context
+    ) -> pb.ListConversationsResponse:
+        o = self._slot.get()
+        found = await asyncio.to_thread(
+            o.context.store.list_conversations, o.tenant(request.tenant), request.limit or 50
+        )
+        return pb.ListConversationsResponse(conversations=[conversation_pb(c) for c in found])
+
+    async def GetConversation(
+        self, request: pb.GetConversationRequest, context: Context
+    ) -> pb.GetConversationResponse:
+        o = self._slot.get()
+        conversation, messages = await asyncio.to_thread(
+            o.context.store.get_conversation, o.tenant(request.tenant), request.conversation_id
+        )
+        return pb.GetConversationResponse(
+            conversation=conversation_pb(conversation), messages=[message_pb(m) for m in messages]
+        )
+
+    async def DeleteConversation(
+        self, request: pb.DeleteConversationRequest, context: Context
+    ) -> pb.DeleteConversationResponse:
+        o = self._slot.get()
+        await asyncio.to_thread(
+            o.context.store.delete_conversation, o.tenant(request.tenant), request.conversation_id
+        )
+        return pb.DeleteConversationResponse()
+
+    async def CreateTurn(
+        self, request: pb.CreateTurnRequest, context: Context
+    ) -> pb.CreateTurnResponse:
+        o = self._slot.get()
+        turn = await o.create_turn(o.tenant(request.tenant), request.thread_id, request.text)
+        return pb.CreateTurnResponse(turn=turn_pb(turn))
+
+    async def GetTurn(self, request: pb.GetTurnRequest, context: Context) -> pb.GetTurnResponse:
+        o = self._slot.get()
+        turn = await asyncio.to_thread(
+            o.context.store.get_turn, o.tenant(request.tenant), request.turn_id
+        )
+        return pb.GetTurnResponse(turn=turn_pb(turn))
+
+    async def ListThreads(
+        self, request: pb.ListThreadsRequest, context: Context
+    ) -> pb.ListThreadsResponse:
+        o = self._slot.get()
+        threads = await asyncio.to_thread(
+            o.context.store.list_threads, o.tenant(request.tenant), request.limit or 50
+        )
+        return pb.ListThreadsResponse(threads=[thread_pb(t) for t in threads])
+
+    async def ListTurns(
+        self, request: pb.ListTurnsRequest, context: Context
+    ) -> pb.ListTurnsResponse:
+        o = self._slot.get()
+        turns = await asyncio.to_thread(
+            o.context.store.list_turns, o.tenant(request.tenant), request.thread_id
+        )
+        return pb.ListTurnsResponse(turns=[turn_pb(t) for t in turns])

@@ -1,0 +1,127 @@
+"""Stand-ins for the retrieval and reasoner stages, for unit tests of the orchestrator's logic.
+
+The real stages are exercised by the end-to-end tests; these only let each rule be tested alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memex.orchestrator.audit import AuditedReasoner
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.core import Context
+from memex.orchestrator.items import ShownItem
+from memex.orchestrator.persona import load_personas
+from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
+from memex.orchestrator.store import OrchestratorStore
+
+
+@dataclass
+class Call:
+    messages: list[ChatMessage]
+    options: GenerateOptions
+
+
+@dataclass
+class ScriptedReasoner:
+    """Replies by the system prompt's kind (plan, answer, chat...), in chunks; records every call."""
+
+    replies: dict[str, list[str]]
+    calls: list[Call] = field(default_factory=list)
+    local: bool = True
+
+    async def info(self) -> ReasonerInfo:
+        return ReasonerInfo("stub", "scripted", 8192, self.local)
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
+    ) -> AsyncIterator[str]:
+        self.calls.append(Call(list(messages), options))
+        system = messages[0].content
+        kind = next((k for k in self.replies if k in system), "default")
+        for chunk in self.replies.get(kind, ["ok"]):
+            yield chunk
+        usage.append(
+            Usage(prompt_tokens=sum(len(m.content) for m in messages) // 4, completion_tokens=5)
+        )
+
+
+@dataclass
+class FakeMemory:
+    items: list[ShownItem]
+    searches: list[SearchSpec] = field(default_factory=list)
+    on_search: Callable[[SearchSpec], None] | None = None
+
+    async def search(self, tenant: str, spec: SearchSpec) -> list[ShownItem]:
+        self.searches.append(spec)
+        if self.on_search:
+            self.on_search(spec)
+        return list(self.items[: spec.k])
+
+    async def query_records(
+        self, tenant: str, collection: str, filters: object, sort: str, limit: int
+    ) -> list[ShownItem]:
+        return [i for i in self.items if i.ref.startswith(f"{collection}:")][:limit]
+
+    async def person_timeline(self, tenant: str, entity_id: str, limit: int) -> list[ShownItem]:
+        return [i for i in self.items if entity_id in i.text][:limit]
+
+    async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
+        return [i for i in self.items if i.ref.startswith("inbox:")][:limit]
+
+
+NOTES = [
+    ShownItem(
+        item_id="c1",
+        episode_id="ep-deposit",
+        ref="[[Flat lease]]",
+        title="Flat lease",
+        date="2026-02-01",
+        text="Agreed with Dana that the deposit is £800, returned in May.",
+    ),
+    ShownItem(
+        item_id="c2",
+        episode_id="ep-boiler",
+        ref="[[Boiler]]",
+        title="Boiler",
+        date="2026-03-10",
+        text="The boiler was fixed after three visits.",
+    ),
+    ShownItem(
+        item_id="c3",
+        episode_id="ep-therapy",
+        ref="[[Therapy]]",
+        title="Therapy",
+        date="2026-03-12",
+        text="Talked through the panic attacks.",
+        sensitive=True,
+    ),
+    ShownItem(
+        item_id="entities:dana",
+        ref="entities:dana",
+        kind="record",
+        title="Dana Ruiz",
+        text="Dana Ruiz, landlord.",
+    ),
+]
+
+
+def make_context(
+    tmp_path: Path, reasoner: ScriptedReasoner, memory: FakeMemory, **settings: Any
+) -> Context:
+    config = OrchestratorSettings(
+        data_dir=tmp_path / "orchestrator", personas_dir=tmp_path / "personas", **settings
+    )
+    store = OrchestratorStore(config.state_path)
+    info = ReasonerInfo("stub", "scripted", 8192, reasoner.local)
+    return Context(
+        config,
+        store,
+        memory,
+        AuditedReasoner(reasoner, store, info.model),
+        info,
+        load_personas(config.personas_dir),
+    )

@@ -1,0 +1,119 @@
+"""Chat (SPEC B7, B8, B9, B11) with a scripted model streaming in awkward chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
+from memex.shared.errors import InvalidArgument, NotFound, Unavailable
+
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+
+CHAT = "@@CITATIONS@@"
+REPLY = [
+    "<thi",
+    "nk>let me think</think>\n",
+    "Dana keeps the ",
+    "deposit: £800.",
+    "\n@@CITA",
+    'TIONS@@\n```json\n[{"episode": "ep-deposit", ',
+    '"quote": "deposit is £800", "support": "paraphrase"}, {"episode": "ep-fake", "quote": "x"}]\n```',
+]
+
+
+async def collect(
+    chatter: Chatter, conversation: str, message: str, persona: str = ""
+) -> list[ChatEvent]:
+    return [event async for event in chatter.chat("me", conversation, message, persona)]
+
+
+async def test_a_chat_streams_meta_deltas_citations_done_and_is_stored(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: REPLY})
+    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(
+        Chatter(context), "", "What about the deposit we agreed with Dana last winter, again?"
+    )
+
+    assert (
+        isinstance(events[0], Meta)
+        and events[0].persona == "friend"
+        and events[0].model == "scripted"
+    )
+    deltas = [e.text for e in events if isinstance(e, Delta)]
+    assert "".join(deltas) == "Dana keeps the deposit: £800.\n"
+    assert all("@" not in d and "<" not in d for d in deltas)
+    citations = next(e for e in events if isinstance(e, Citations))
+    assert [(c.ref, c.support) for c in citations.citations] == [("[[Flat lease]]", "verbatim")]
+    done = events[-1]
+    assert isinstance(done, Done) and done.chunks_considered == 4
+
+    conversation, messages = context.store.get_conversation("me", events[0].conversation_id)
+    assert conversation.title == "What about the deposit we agreed with Dana last winter,"
+    assert [(m.role, m.text) for m in messages] == [
+        ("user", "What about the deposit we agreed with Dana last winter, again?"),
+        ("assistant", "Dana keeps the deposit: £800."),
+    ]
+    assert messages[1].citations[0]["episode_id"] == "ep-deposit"
+    [row] = context.store.query("SELECT kind, conversation_id FROM telemetry_turns")
+    assert (row["kind"], row["conversation_id"]) == ("chat", conversation.id)
+
+
+async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["fine.\n@@CITATIONS@@\n[]"]})
+    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    chatter = Chatter(context)
+    first = await collect(chatter, "", "message 0")
+    conversation = first[0].conversation_id  # type: ignore[union-attr]
+    for n in range(1, 8):
+        await collect(chatter, conversation, f"message {n}")
+    messages = model.calls[-1].messages
+    assert messages[0].role == "system" and "thoughtful confidant" in messages[0].content
+    assert len(messages) == 1 + 12 + 1
+    assert messages[1].content == "message 1"  # 16 stored before this turn's question; the last 12
+    assert messages[-1].content.startswith("Excerpts:") and messages[-1].content.endswith(
+        "message 7"
+    )
+
+
+async def test_an_empty_memory_is_briefed_literally(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["I have nothing yet.\n@@CITATIONS@@\n[]"]})
+    await collect(Chatter(make_context(tmp_path, model, FakeMemory([]))), "", "hello")
+    assert "The memory is empty" in model.calls[0].messages[-1].content
+
+
+async def test_sensitive_items_are_withheld_from_a_remote_model_with_the_note(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedReasoner({CHAT: ["ok.\n@@CITATIONS@@[]"]}, local=False)
+    events = await collect(
+        Chatter(make_context(tmp_path, model, FakeMemory(NOTES))), "", "how am I?"
+    )
+    assert "panic" not in model.calls[0].messages[-1].content
+    text = "".join(e.text for e in events if isinstance(e, Delta))
+    assert text.endswith("_(1 sensitive source withheld from the cloud answer.)_")
+    assert next(e for e in events if isinstance(e, Citations)).withheld == 1
+
+
+async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: Path) -> None:
+    def fail(_: object) -> None:
+        raise Unavailable("retrieval is down")
+
+    model = ScriptedReasoner({CHAT: ["never"]})
+    events = await collect(
+        Chatter(make_context(tmp_path, model, FakeMemory(NOTES, on_search=fail))), "", "hi"
+    )
+    assert isinstance(events[0], Meta)
+    assert isinstance(events[-1], Error) and events[-1].error.message == "retrieval is down"
+    assert not any(isinstance(e, Done) for e in events)
+
+
+async def test_bad_requests_fail_before_the_stream(tmp_path: Path) -> None:
+    chatter = Chatter(make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES)))
+    with pytest.raises(InvalidArgument):
+        await collect(chatter, "", "  ")
+    with pytest.raises(NotFound):
+        await collect(chatter, "no-such-conversation", "hi")
+    with pytest.raises(NotFound, match="unknown persona"):
+        await collect(chatter, "", "hi", persona="poet")

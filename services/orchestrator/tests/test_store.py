@@ -1,0 +1,144 @@
+"""The orchestrator's SQLite state: conversations (B11), queued turns (B13), telemetry (B12)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from memex.orchestrator.items import Citation
+from memex.orchestrator.store import OrchestratorStore
+from memex.shared.errors import FailedPrecondition, NotFound
+
+CITATION = Citation(ref="[[Note]]", item_id="c1", episode_id="e1", quote="q", support="verbatim")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> OrchestratorStore:
+    return OrchestratorStore(tmp_path / "state.db")
+
+
+def test_conversations_survive_a_restart_and_forget_removes_everything(tmp_path: Path) -> None:
+    store = OrchestratorStore(tmp_path / "state.db")
+    conversation = store.create_conversation("me", "The deposit", "friend")
+    store.add_message("me", conversation, "user", "what about the deposit?")
+    store.add_message("me", conversation, "assistant", "It was £800.", [CITATION], "smollm2", 812.5)
+    store.record_telemetry(
+        tenant="me",
+        kind="chat",
+        query="what about the deposit?",
+        latency_ms=900,
+        conversation_id=conversation,
+        retrievals=[("c1", 0.03, {"vector": 0.8}, True)],
+    )
+    store.close()
+
+    reopened = OrchestratorStore(tmp_path / "state.db")
+    [listed] = reopened.list_conversations("me")
+    assert (listed.title, listed.persona, listed.message_count) == ("The deposit", "friend", 2)
+    _, messages = reopened.get_conversation("me", conversation)
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[1].citations[0]["support"] == "verbatim"
+    assert messages[1].model == "smollm2"
+
+    reopened.delete_conversation("me", conversation)
+    assert reopened.list_conversations("me") == []
+    assert reopened.query("SELECT COUNT(*) FROM messages")[0][0] == 0
+    assert reopened.query("SELECT COUNT(*) FROM telemetry_turns")[0][0] == 0
+    assert reopened.query("SELECT COUNT(*) FROM telemetry_retrievals")[0][0] == 0
+    with pytest.raises(NotFound):
+        reopened.get_conversation("me", conversation)
+
+
+def test_tenants_are_kept_apart(store: OrchestratorStore) -> None:
+    conversation = store.create_conversation("alice", "t", "friend")
+    with pytest.raises(NotFound):
+        store.get_conversation("bob", conversation)
+    with pytest.raises(NotFound):
+        store.delete_conversation("bob", conversation)
+    turn = store.create_turn("alice", "", "hi", "hi")
+    with pytest.raises(NotFound):
+        store.get_turn("bob", turn.id)
+    assert store.list_conversations("bob") == []
+
+
+def test_turns_are_claimed_oldest_first_and_answered_exactly_once(store: OrchestratorStore) -> None:
+    first = store.create_turn("me", "", "first?", "first?")
+    second = store.create_turn("me", first.thread_id, "second?", "")
+    claimed = store.claim_next("worker-a", lease_seconds=60)
+    assert claimed is not None and claimed.id == first.id and claimed.state == "thinking"
+    assert store.answer_turn(claimed, "worker-a", "answer one", [CITATION])
+    assert not store.answer_turn(claimed, "worker-a", "again", [])  # already answered
+    turns = store.list_turns("me", first.thread_id)
+    assert [(t.role, t.state) for t in turns] == [
+        ("user", "answered"),
+        ("user", "pending"),
+        ("assistant", "answered"),
+    ]
+    next_claim = store.claim_next("worker-a", 60)
+    assert next_claim is not None and next_claim.id == second.id
+    assert [t.text for t in store.prior_turns(next_claim)] == ["first?", "answer one"]
+
+
+def test_two_workers_never_claim_the_same_turn(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    setup = OrchestratorStore(path)
+    for i in range(40):
+        setup.create_turn("me", "", f"question {i}", f"q{i}")
+    claims: dict[str, list[str]] = {"a": [], "b": []}
+
+    def work(name: str) -> None:
+        store = OrchestratorStore(path)  # its own connection, as a separate worker process would
+        while (turn := store.claim_next(name, 60)) is not None:
+            claims[name].append(turn.id)
+
+    workers = [threading.Thread(target=work, args=(n,)) for n in claims]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(claims["a"]) + len(claims["b"]) == 40
+    assert not set(claims["a"]) & set(claims["b"])
+
+
+def test_a_dead_workers_turn_goes_back_to_pending_and_its_late_answer_is_refused(
+    store: OrchestratorStore,
+) -> None:
+    store.create_turn("me", "", "question", "q")
+    orphan = store.claim_next("dead-worker", lease_seconds=-1)  # lease already expired
+    assert orphan is not None
+    assert store.requeue_expired() == 1
+    retry = store.claim_next("new-worker", 60)
+    assert retry is not None and retry.id == orphan.id
+    assert not store.answer_turn(orphan, "dead-worker", "late", [])
+    assert store.answer_turn(retry, "new-worker", "on time", [])
+    assert [t.text for t in store.list_turns("me", retry.thread_id) if t.role == "assistant"] == [
+        "on time"
+    ]
+
+
+def test_failures_are_recorded_truncated(store: OrchestratorStore) -> None:
+    store.create_turn("me", "", "question", "q")
+    turn = store.claim_next("w", 60)
+    assert turn is not None
+    assert store.fail_turn(turn, "w", "boom " * 500)
+    failed = store.get_turn("me", turn.id)
+    assert failed.state == "error" and len(failed.error) == 500 and failed.error.startswith("boom")
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    OrchestratorStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(FailedPrecondition, match="newer than this memex"):
+        OrchestratorStore(path)
+
+
+def test_unknown_threads_are_not_found(store: OrchestratorStore) -> None:
+    with pytest.raises(NotFound):
+        store.create_turn("me", "nope", "hi", "")
+    with pytest.raises(NotFound):
+        store.list_turns("me", "nope")

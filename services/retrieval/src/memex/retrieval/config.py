@@ -1,0 +1,89 @@
+"""Retrieval service settings (``MEMEX_RETRIEVAL_...``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from memex.shared.settings import ServiceSettings, default_data_dir
+
+
+def default_store_dir() -> Path:
+    """Where the embedded store keeps its files."""
+    return default_data_dir() / "retrieval"
+
+
+class RetrievalSettings(ServiceSettings):
+    """Everything the retrieval service reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMEX_RETRIEVAL_")
+
+    port: int = Field(50052, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    embedding_addr: str = Field(
+        "127.0.0.1:50051", description="Address of the embedding service (host:port)."
+    )
+    embedding_timeout_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="Deadline of one Embed call (a batch of chunks) to the embedding service.",
+    )
+    store: Literal["embedded", "weaviate"] = Field(
+        "embedded", description="Storage backend: embedded (SQLite + usearch) or weaviate."
+    )
+    store_dir: Path = Field(
+        default_factory=default_store_dir, description="Folder of the embedded store."
+    )
+    default_tenant: str = Field("default", description="Tenant used when a request names none.")
+    default_k: int = Field(10, gt=0, le=1000, description="Items a search returns by default.")
+    max_k: int = Field(200, gt=0, description="Most items one search may ask for.")
+    channel_depth: int = Field(
+        100, gt=0, description="Candidates each channel contributes to fusion."
+    )
+    rrf_k: float = Field(60.0, gt=0, description="Reciprocal Rank Fusion constant k.")
+    vector_weight: float = Field(1.0, ge=0, description="RRF weight of the vector channel.")
+    keyword_weight: float = Field(1.0, ge=0, description="RRF weight of the keyword channel.")
+    graph_weight: float = Field(0.5, ge=0, description="RRF weight of the graph channel.")
+    beliefs_weight: float = Field(0.5, ge=0, description="RRF weight of the beliefs channel.")
+    observations_weight: float = Field(
+        0.5, ge=0, description="RRF weight of the observations channel."
+    )
+    recency_half_life_days: float = Field(
+        180.0, ge=0, description="Recency half-life; 0 turns the recency adjustment off."
+    )
+    recency_weight: float = Field(
+        0.2, ge=0, le=1, description="How much recency can lower a fused score (0..1)."
+    )
+    salience_weight: float = Field(
+        0.2, ge=0, le=1, description="How much salience moves a fused score (0..1)."
+    )
+    record_collections: list[str] = Field(
+        default=["entities", "events", "inbox", "beliefs", "observations"],
+        description="Allowlisted record collections (QueryRecords refuses any other).",
+    )
+    sensitive_tags: list[str] = Field(
+        default=["sensitive", "private", "health"],
+        description="Notes carrying any of these tags are sensitive.",
+    )
+    sensitive_folders: list[str] = Field(
+        default=["private"], description="Notes under these vault folders are sensitive."
+    )
+    sensitive_collections: list[str] = Field(
+        default=[], description="Every record of these collections is sensitive."
+    )
+    records_folder: str = Field(
+        "records", description="Vault folder holding <collection>.jsonl record files."
+    )
+    include: list[str] = Field(
+        default=["*.md"],
+        description="fnmatch patterns of vault-relative paths to index (* crosses folders).",
+    )
+    exclude: list[str] = Field(
+        default=[], description="fnmatch patterns of vault-relative paths never to index."
+    )
+    max_file_bytes: int = Field(
+        2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
+    )
+    embed_batch: int = Field(32, gt=0, description="Chunks sent in one Embed call.")

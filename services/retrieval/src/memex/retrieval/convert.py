@@ -1,0 +1,145 @@
+"""Proto ⇄ domain conversions for the retrieval service (no logic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format, struct_pb2
+
+from memex.common.v1 import common_pb2
+from memex.retrieval.ingest.indexer import IndexSummary
+from memex.retrieval.records import ResolvedRecord
+from memex.retrieval.search import Filters, Item, Query
+from memex.retrieval.store.base import Condition
+from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.errors import InvalidArgument
+
+CHANNEL_NAMES: dict[common_pb2.Channel.ValueType, str] = {
+    common_pb2.CHANNEL_VECTOR: "vector",
+    common_pb2.CHANNEL_KEYWORD: "keyword",
+    common_pb2.CHANNEL_GRAPH: "graph",
+    common_pb2.CHANNEL_BELIEFS: "beliefs",
+    common_pb2.CHANNEL_OBSERVATIONS: "observations",
+}
+CHANNEL_ENUMS = {name: value for value, name in CHANNEL_NAMES.items()}
+KINDS = {
+    "chunk": retrieval_pb2.ITEM_KIND_CHUNK,
+    "record": retrieval_pb2.ITEM_KIND_RECORD,
+    "belief": retrieval_pb2.ITEM_KIND_BELIEF,
+    "observation": retrieval_pb2.ITEM_KIND_OBSERVATION,
+}
+
+
+def struct(values: dict[str, Any]) -> struct_pb2.Struct:
+    """A Struct from JSON-like values (non-JSON values become strings)."""
+    out = struct_pb2.Struct()
+    json_format.ParseDict(_jsonable(values), out)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def query(request: retrieval_pb2.SearchRequest, tenant: str) -> Query:
+    """The domain query of a SearchRequest."""
+    channels = []
+    for channel in request.channels:
+        if channel not in CHANNEL_NAMES:
+            raise InvalidArgument(
+                f"unknown channel {channel}: use vector, keyword, graph, beliefs or observations"
+            )
+        channels.append(CHANNEL_NAMES[channel])
+    f = request.filters
+    return Query(
+        tenant=tenant,
+        text=request.query,
+        channels=tuple(dict.fromkeys(channels)),
+        filters=Filters(
+            start=f.window.start,
+            end=f.window.end,
+            collections=tuple(f.collections),
+            tags=tuple(f.tags),
+            include_sensitive=f.include_sensitive,
+            exclude_notes=f.exclude_notes,
+            include_contested=f.include_contested,
+        ),
+        k=request.k,
+        observation_weight=request.observation_weight,
+    )
+
+
+def item(value: Item) -> retrieval_pb2.RetrievedItem:
+    """A RetrievedItem message."""
+    return retrieval_pb2.RetrievedItem(
+        id=value.id,
+        kind=KINDS[value.kind],
+        text=value.text,
+        provenance=common_pb2.Provenance(
+            episode_id=value.episode_id,
+            date=value.date,
+            title=value.title,
+            path=value.path,
+            heading=value.heading,
+        ),
+        citation=value.citation,
+        sensitive=value.sensitive,
+        collection=value.collection,
+        channel_scores=[
+            common_pb2.ChannelScore(
+                channel=CHANNEL_ENUMS.get(c.channel, common_pb2.CHANNEL_UNSPECIFIED),
+                rank=c.rank,
+                score=c.score,
+            )
+            for c in value.channels
+        ],
+        fused_score=value.fused,
+        recency_factor=value.recency,
+        salience_factor=value.salience,
+        score=value.score,
+        attributes=struct(value.attributes),
+    )
+
+
+def record(value: ResolvedRecord) -> retrieval_pb2.Record:
+    """A Record message."""
+    r = value.record
+    return retrieval_pb2.Record(
+        collection=r.collection,
+        id=r.id,
+        fields=struct(dict(r.fields)),
+        citation=value.citation,
+        sensitive=r.sensitive,
+    )
+
+
+def conditions(filters: Any) -> list[Condition]:
+    """FieldFilter messages as conditions (validated later)."""
+    out = []
+    for f in filters:
+        value = json_format.MessageToDict(f.value) if f.HasField("value") else None
+        out.append(Condition(field=f.field, op=f.op, value=value))
+    return out
+
+
+def summary(value: IndexSummary) -> retrieval_pb2.IndexSummary:
+    """An IndexSummary message."""
+    return retrieval_pb2.IndexSummary(
+        added=value.added,
+        updated=value.updated,
+        removed=value.removed,
+        unchanged=value.unchanged,
+        skipped=[retrieval_pb2.SkippedFile(path=p, reason=r) for p, r in value.skipped],
+        warnings=value.warnings,
+        chunks_embedded=value.chunks_embedded,
+        records_upserted=value.records_upserted,
+        seconds=value.seconds,
+        records_removed=value.records_removed,
+        embed_seconds=value.embed_seconds,
+    )

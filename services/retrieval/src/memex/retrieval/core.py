@@ -1,0 +1,103 @@
+"""The retrieval service's engine: store, embedder, indexer, searcher and records (no gRPC)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+
+from memex.retrieval.config import RetrievalSettings
+from memex.retrieval.embedder import Embedder, open_embedder
+from memex.retrieval.ingest.indexer import Indexer, IndexOptions, IndexSummary, Progress
+from memex.retrieval.ingest.notes import Sensitivity
+from memex.retrieval.records import Records
+from memex.retrieval.search import Searcher, Tuning
+from memex.retrieval.store import open_store
+from memex.retrieval.store.base import Store
+from memex.shared.errors import FailedPrecondition, InvalidArgument
+
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class RetrievalCore:
+    """Everything a servicer calls, wired from settings."""
+
+    def __init__(self, settings: RetrievalSettings, store: Store, embedder: Embedder) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        s = settings
+        self.indexer = Indexer(
+            store,
+            embedder,
+            IndexOptions(
+                include=s.include,
+                exclude=s.exclude,
+                records_folder=s.records_folder,
+                collections=s.record_collections,
+                sensitive_collections=s.sensitive_collections,
+                sensitivity=Sensitivity(
+                    frozenset(t.casefold() for t in s.sensitive_tags), tuple(s.sensitive_folders)
+                ),
+                max_file_bytes=s.max_file_bytes,
+                embed_batch=s.embed_batch,
+            ),
+        )
+        self.searcher = Searcher(
+            store,
+            embedder,
+            Tuning(
+                rrf_k=s.rrf_k,
+                weights={
+                    "vector": s.vector_weight,
+                    "keyword": s.keyword_weight,
+                    "graph": s.graph_weight,
+                    "beliefs": s.beliefs_weight,
+                    "observations": s.observations_weight,
+                },
+                depth=s.channel_depth,
+                half_life_days=s.recency_half_life_days,
+                recency_weight=s.recency_weight,
+                salience_weight=s.salience_weight,
+                default_k=s.default_k,
+                max_k=s.max_k,
+                collections=tuple(s.record_collections),
+            ),
+        )
+        self.records = Records(store, self.indexer, s.record_collections, s.sensitive_collections)
+        self._indexing: dict[str, asyncio.Lock] = {}
+
+    def tenant(self, name: str) -> str:
+        """The request's tenant, or the default one; InvalidArgument for a malformed name."""
+        if not name:
+            return self.settings.default_tenant
+        if not _TENANT.match(name):
+            raise InvalidArgument(
+                f"invalid tenant {name!r}: use up to 64 letters, digits, '.', '_' or '-'"
+            )
+        return name
+
+    async def index(
+        self, tenant: str, vault_path: str, full: bool, progress: Progress | None
+    ) -> IndexSummary:
+        """One indexing run per tenant at a time."""
+        lock = self._indexing.setdefault(tenant, asyncio.Lock())
+        if lock.locked():
+            raise FailedPrecondition(
+                f"an indexing run for tenant {tenant!r} is in progress; wait for it to finish"
+            )
+        async with lock:
+            return await self.indexer.run(tenant, vault_path, full=full, progress=progress)
+
+
+@contextlib.asynccontextmanager
+async def open_core(settings: RetrievalSettings) -> AsyncIterator[RetrievalCore]:
+    """Connects to the embedding service (for the vector dimension), opens the store."""
+    async with (
+        open_embedder(
+            settings.embedding_addr, settings.embedding_timeout_seconds, wait_s=300.0
+        ) as embedder,
+        open_store(settings, embedder.dimension) as store,
+    ):
+        yield RetrievalCore(settings, store, embedder)

@@ -1,0 +1,1 @@
+"""Vault ingestion: scanning, Markdown parsing, chunking, records files, the indexer."""

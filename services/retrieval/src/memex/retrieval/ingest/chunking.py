@@ -1,0 +1,112 @@
+"""Heading-aware chunking: sections by heading, packed to at most ``max_chars``, never mid-word.
+
+Every chunk keeps its heading path ("Plans > Q3") and its character offsets in the note body,
+so ``body[start:end] == text``. A section that is only a heading joins the next section. A
+section longer than the limit is split at paragraph breaks, then sentence ends, then spaces; only
+a single "word" longer than the limit (a pasted blob) is ever cut, at the limit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memex.retrieval.ingest.markdown import code_mask, headings
+
+MAX_CHARS = 1600
+CHUNKER_VERSION = "1"
+_BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+"))
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    """A chunk before embedding."""
+
+    text: str
+    heading: str
+    start: int
+    end: int
+
+
+def _sections(body: str) -> list[tuple[str, int, int]]:
+    """(heading path, start, end) per section; headings inside code blocks do not count."""
+    sections: list[tuple[str, int, int]] = []
+    path: list[tuple[int, str]] = []
+    start, offset, current = 0, 0, ""
+    for line, in_code in zip(body.split("\n"), code_mask(body), strict=True):
+        found = None if in_code else headings(line)
+        if found is not None:
+            if offset > start:
+                sections.append((current, start, offset))
+            level, title = found
+            path = [(lv, t) for lv, t in path if lv < level] + [(level, title)]
+            current = " > ".join(t for _, t in path)
+            start = offset
+        offset += len(line) + 1
+    sections.append((current, start, len(body)))
+    return sections
+
+
+def _split(body: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """Spans covering body[start:end], each at most ``limit`` characters, cut at the coarsest
+    break that fits."""
+    if end - start <= limit:
+        return [(start, end)]
+    window = body[start : start + limit + 1]
+    for pattern in _BREAKS:
+        cuts = [m for m in pattern.finditer(window) if 0 < m.start() <= limit]
+        if cuts:
+            cut = cuts[-1]
+            return [(start, start + cut.start()), *_split(body, start + cut.end(), end, limit)]
+    return [(start, start + limit), *_split(body, start + limit, end, limit)]
+
+
+def _trim(body: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and body[start].isspace():
+        start += 1
+    while end > start and body[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
+    """Splits a note body into chunks (see the module doc)."""
+    chunks: list[TextChunk] = []
+    pending: tuple[str, int] | None = None  # a heading-only section waiting for content
+    for heading, start, end in _sections(body):
+        s, e = _trim(body, start, end)
+        if s == e:
+            continue
+        first_line_end = body.find("\n", s, e)
+        only_heading = first_line_end == -1 and headings(body[s:e]) is not None
+        if only_heading:
+            pending = pending or (heading, s)
+            pending = (heading, pending[1])
+            continue
+        if pending is not None:
+            s = pending[1]
+            pending = None
+        packed: list[tuple[int, int]] = []
+        for a, b in _split(body, s, e, max_chars):
+            a, b = _trim(body, a, b)
+            if a < b:
+                packed.append((a, b))
+        # Merge neighbours that fit together (paragraph splitting can leave small pieces).
+        merged: list[tuple[int, int]] = []
+        for a, b in packed:
+            if merged and b - merged[-1][0] <= max_chars:
+                merged[-1] = (merged[-1][0], b)
+            else:
+                merged.append((a, b))
+        chunks += [TextChunk(body[a:b], heading, a, b) for a, b in merged]
+    if pending is not None:
+        heading, s = pending
+        _, e = _trim(body, s, len(body))
+        chunks.append(TextChunk(body[s:e], heading, s, e))
+    return chunks
+
+
+def search_text(title: str, heading: str, text: str) -> str:
+    """What gets embedded and keyword-indexed: the note title and heading path carry context."""
+    head = f"{title} > {heading}" if heading else title
+    return f"{head}\n\n{text}"

@@ -1,0 +1,284 @@
+"""``memex index``: bring the store in line with a vault, incrementally and crash-safely.
+
+Order of work: record files (entities first, so notes can mention them), then notes in batches
+(embed, then one atomic ``upsert_note`` per note), then removals, then entity-mention refresh.
+Each note is written whole or not at all and carries its fingerprint, so a run killed at any
+point is simply resumed by the next one: unchanged notes are skipped, nothing is duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from memex.retrieval import metrics
+from memex.retrieval.embedder import Embedder
+from memex.retrieval.ingest import vault as vault_io
+from memex.retrieval.ingest.notes import (
+    EntityMatcher,
+    PreparedNote,
+    Sensitivity,
+    fingerprint,
+    prepare,
+    with_vectors,
+)
+from memex.retrieval.ingest.records_io import entity_names, parse_jsonl
+from memex.retrieval.store.base import Record, SearchFilter, Store
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int, str], None]
+MATCHER_META = "entity-names"
+
+
+@dataclass
+class IndexSummary:
+    """What one indexing run did."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    chunks_embedded: int = 0
+    records_upserted: int = 0
+    records_removed: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """The indexer's settings (from RetrievalSettings)."""
+
+    include: list[str]
+    exclude: list[str]
+    records_folder: str
+    collections: list[str]
+    sensitive_collections: list[str]
+    sensitivity: Sensitivity
+    max_file_bytes: int
+    embed_batch: int
+    concurrency: int = 2
+
+
+class Indexer:
+    """Indexes vaults into a store through an embedder."""
+
+    def __init__(self, store: Store, embedder: Embedder, options: IndexOptions) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._opt = options
+
+    async def _embed(self, texts: list[str], summary: IndexSummary) -> list[list[float]]:
+        started = time.perf_counter()
+        vectors = await self._embedder.embed(texts, "document")
+        summary.embed_seconds += time.perf_counter() - started
+        return [list(map(float, row)) for row in vectors]
+
+    async def run(
+        self, tenant: str, vault_path: str, *, full: bool = False, progress: Progress | None = None
+    ) -> IndexSummary:
+        """Indexes the vault at ``vault_path`` for ``tenant``; see the module doc."""
+        started = time.perf_counter()
+        summary = IndexSummary()
+        vault = vault_io.check_vault(vault_path)
+        opt = self._opt
+        scan = await asyncio.to_thread(
+            vault_io.scan, vault, opt.include, opt.exclude, opt.records_folder
+        )
+        summary.skipped += [(s.rel, s.reason) for s in scan.skipped]
+        await self._sync_records(tenant, scan.record_files, summary, full)
+        matcher = await self.entity_matcher(tenant)
+        await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
+        await self.refresh_mentions(tenant, matcher)
+        summary.seconds = time.perf_counter() - started
+        for outcome in ("added", "updated", "removed", "unchanged"):
+            metrics.NOTES_INDEXED.labels(outcome).inc(getattr(summary, outcome))
+        metrics.NOTES_INDEXED.labels("skipped").inc(len(summary.skipped))
+        metrics.CHUNKS_EMBEDDED.inc(summary.chunks_embedded)
+        return summary
+
+    # -- records -------------------------------------------------------------------------------
+    async def _sync_records(
+        self, tenant: str, files: list[vault_io.VaultFile], summary: IndexSummary, full: bool
+    ) -> None:
+        stored = await self._store.record_sources(tenant)
+        present: set[str] = set()
+        for file in files:
+            collection = PurePosixPath(file.rel).stem
+            if collection not in self._opt.collections:
+                summary.skipped.append(
+                    (file.rel, f"collection {collection!r} is not in the allowlist")
+                )
+                continue
+            text, _, reason = await asyncio.to_thread(
+                vault_io.read_text, file, self._opt.max_file_bytes * 16
+            )
+            if text is None:
+                summary.skipped.append((file.rel, reason))
+                continue
+            present.add(file.rel)
+            key = f"records-file:{file.rel}"
+            digest = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
+            if not full and await self._store.get_meta(tenant, key) == digest:
+                continue
+            records, warnings = parse_jsonl(
+                text, collection, file.rel, self._opt.sensitive_collections
+            )
+            summary.warnings += warnings
+            gone = stored.get(file.rel, set()) - {r.ref for r in records}
+            await self.upsert_records(tenant, records, summary)
+            await self._delete_refs(tenant, gone, summary)
+            await self._store.set_meta(tenant, key, digest)
+        for source, refs in stored.items():
+            if source != "api" and source not in present:
+                await self._delete_refs(tenant, refs, summary)
+                await self._store.set_meta(tenant, f"records-file:{source}", "")
+
+    async def _delete_refs(self, tenant: str, refs: set[str], summary: IndexSummary) -> None:
+        by_collection: dict[str, list[str]] = {}
+        for ref in refs:
+            collection, _, rid = ref.partition(":")
+            by_collection.setdefault(collection, []).append(rid)
+        for collection, ids in by_collection.items():
+            summary.records_removed += await self._store.delete_records(tenant, collection, ids)
+
+    async def upsert_records(
+        self, tenant: str, records: list[Record], summary: IndexSummary | None = None
+    ) -> int:
+        """Embeds and stores records (also used by the UpsertRecords RPC)."""
+        batch = self._opt.embed_batch
+        written = 0
+        for i in range(0, len(records), batch):
+            part = records[i : i + batch]
+            texts = [r.text for r in part]
+            started = time.perf_counter()
+            vectors = await self._embedder.embed(texts, "document")
+            if summary is not None:
+                summary.embed_seconds += time.perf_counter() - started
+            part = [
+                dataclasses.replace(r, vector=list(map(float, v)))
+                for r, v in zip(part, vectors, strict=True)
+            ]
+            written += await self._store.upsert_records(tenant, part)
+        if summary is not None:
+            summary.records_upserted += written
+        return written
+
+    # -- entities and mentions -----------------------------------------------------------------
+    async def entity_matcher(self, tenant: str) -> EntityMatcher:
+        """A matcher over every entity record's names."""
+        entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
+        return EntityMatcher({e.id: entity_names(e) for e in entities})
+
+    async def refresh_mentions(self, tenant: str, matcher: EntityMatcher) -> None:
+        """Recomputes the mentions of entities whose names changed since the last run (notes
+        indexed before an entity existed learn about it here)."""
+        before = json.loads(await self._store.get_meta(tenant, MATCHER_META) or "{}")
+        changed = {e for e, names in matcher.names.items() if before.get(e) != names}
+        changed |= set(before) - set(matcher.names)
+        for entity in sorted(changed):
+            names = matcher.names.get(entity, [])
+            chunk_ids: list[str] = []
+            if names:
+                single = EntityMatcher({entity: names})
+                hits = await self._store.search_chunks_keyword(
+                    tenant, " ".join(names), 100_000, SearchFilter()
+                )
+                views = await self._store.get_chunks(tenant, [h.id for h in hits])
+                chunk_ids = [cid for cid, view in views.items() if single(view.text)]
+            await self._store.set_entity_mentions(tenant, entity, chunk_ids)
+        await self._store.set_meta(tenant, MATCHER_META, json.dumps(matcher.names, sort_keys=True))
+
+    # -- notes ---------------------------------------------------------------------------------
+    async def _sync_notes(
+        self,
+        tenant: str,
+        files: list[vault_io.VaultFile],
+        matcher: EntityMatcher,
+        summary: IndexSummary,
+        full: bool,
+        progress: Progress | None,
+    ) -> None:
+        stored = await self._store.note_fingerprints(tenant)
+        kept: set[str] = set()
+        total, done = len(files), 0
+        batch: list[tuple[PreparedNote, bool]] = []
+        pending: set[asyncio.Task[None]] = set()
+        gate = asyncio.Semaphore(self._opt.concurrency)
+
+        async def flush(items: list[tuple[PreparedNote, bool]]) -> None:
+            nonlocal done
+            async with gate:
+                texts = [t for prepared, _ in items for t in prepared.texts]
+                vectors = await self._embed(texts, summary) if texts else []
+                offset = 0
+                for prepared, is_new in items:
+                    count = len(prepared.texts)
+                    note = with_vectors(prepared, vectors[offset : offset + count])
+                    offset += count
+                    await self._store.upsert_note(tenant, note)
+                    summary.chunks_embedded += count
+                    summary.added += is_new
+                    summary.updated += not is_new
+                    done += 1
+                    if progress:
+                        progress(done, total, prepared.note.path)
+
+        for file in files:
+            text, mtime, reason = await asyncio.to_thread(
+                vault_io.read_text, file, self._opt.max_file_bytes
+            )
+            if text is None:
+                summary.skipped.append((file.rel, reason))
+                total -= 1
+                continue
+            kept.add(file.rel)
+            fp = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
+            if not full and stored.get(file.rel, ("", ""))[1] == fp:
+                summary.unchanged += 1
+                done += 1
+                if progress:
+                    progress(done, total, file.rel)
+                continue
+            prepared = prepare(file.rel, text, mtime, fp, self._opt.sensitivity, matcher)
+            summary.warnings += prepared.warnings
+            batch.append((prepared, file.rel not in stored))
+            if sum(len(p.texts) for p, _ in batch) >= self._opt.embed_batch:
+                pending.add(asyncio.create_task(flush(batch)))
+                batch = []
+                if len(pending) >= self._opt.concurrency * 2:  # bound what waits in memory
+                    finished, pending = await asyncio.wait(
+                        pending, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    await _settle(finished, pending)
+        if batch:
+            pending.add(asyncio.create_task(flush(batch)))
+        if pending:
+            await _settle(set(), pending, wait=True)
+        gone = [note_id for path, (note_id, _) in stored.items() if path not in kept]
+        if gone:
+            summary.removed += await self._store.delete_notes(tenant, gone)
+
+
+async def _settle(
+    finished: set[asyncio.Task[None]], pending: set[asyncio.Task[None]], *, wait: bool = False
+) -> None:
+    """Surfaces the first failure of a batch, cancelling the rest (a later run resumes)."""
+    try:
+        if wait:
+            await asyncio.gather(*pending)
+        for task in finished:
+            task.result()
+    except BaseException:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        raise

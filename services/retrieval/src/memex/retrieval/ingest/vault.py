@@ -1,0 +1,124 @@
+"""Finding a vault's notes and record files, and reading them safely.
+
+Hidden folders and files (``.obsidian``, ``.trash``, ``.git``) are never entered; anything that is
+not Markdown (attachments) is not a note. Symlinks are followed once, with loops detected by the
+real path. Unreadable, binary, huge or non-UTF-8 files are skipped with a reason, never raised.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from memex.shared.errors import InvalidArgument
+
+
+@dataclass(frozen=True)
+class VaultFile:
+    """A file found in the vault."""
+
+    rel: str
+    """Relative path with ``/`` separators."""
+    path: Path
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out, and why."""
+
+    rel: str
+    reason: str
+
+
+@dataclass
+class Scan:
+    """What a walk of the vault found."""
+
+    notes: list[VaultFile]
+    record_files: list[VaultFile]
+    skipped: list[Skipped]
+
+
+def check_vault(path: str) -> Path:
+    """The vault folder as an absolute path, or InvalidArgument saying what is wrong."""
+    if not path:
+        raise InvalidArgument("vault_path is empty: give the folder of your notes")
+    vault = Path(path).expanduser()
+    if not vault.is_absolute():
+        raise InvalidArgument(f"vault path {path!r} must be absolute")
+    if not vault.exists():
+        raise InvalidArgument(f"vault path {path} does not exist")
+    if not vault.is_dir():
+        raise InvalidArgument(f"vault path {path} is not a folder")
+    if not os.access(vault, os.R_OK | os.X_OK):
+        raise InvalidArgument(f"vault path {path} is not readable")
+    return vault.resolve()
+
+
+def _matches(rel: str, patterns: list[str]) -> bool:
+    """fnmatch on the vault-relative path; ``*`` crosses folders (``*.md``, ``drafts/*``)."""
+    return any(fnmatch.fnmatch(rel, p) for p in patterns)
+
+
+def scan(vault: Path, include: list[str], exclude: list[str], records_folder: str) -> Scan:
+    """Walks the vault: notes matching ``include`` and not ``exclude``; ``*.jsonl`` files directly
+    in the records folder."""
+    result = Scan([], [], [])
+    seen: set[str] = set()
+
+    def walk(folder: Path, rel_folder: str) -> None:
+        real = os.path.realpath(folder)
+        if real in seen:
+            result.skipped.append(Skipped(rel_folder or ".", "symlink loop"))
+            return
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            result.skipped.append(Skipped(rel_folder or ".", f"unreadable folder: {exc.strerror}"))
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                is_file = entry.is_file(follow_symlinks=True)
+            except OSError:
+                result.skipped.append(Skipped(rel, "broken symlink"))
+                continue
+            if entry.is_symlink() and not (is_dir or is_file):
+                result.skipped.append(Skipped(rel, "broken symlink"))
+            elif is_dir:
+                walk(Path(entry.path), rel)
+            elif is_file:
+                file = VaultFile(rel, Path(entry.path))
+                if rel_folder == records_folder and entry.name.endswith(".jsonl"):
+                    result.record_files.append(file)
+                elif _matches(rel, exclude):
+                    continue
+                elif _matches(rel, include):
+                    result.notes.append(file)
+
+    walk(vault, "")
+    return result
+
+
+def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
+    """(text, mtime, reason): text is None when the file is skipped, with the reason."""
+    try:
+        stat = file.path.stat()
+        if stat.st_size > max_bytes:
+            return None, 0.0, f"too large ({stat.st_size} bytes, the limit is {max_bytes})"
+        data = file.path.read_bytes()
+    except OSError as exc:
+        return None, 0.0, f"unreadable: {exc.strerror or exc}"
+    if b"\x00" in data[:8192]:
+        return None, stat.st_mtime, "binary file"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, stat.st_mtime, f"invalid UTF-8 at byte {exc.start}"
+    return text.replace("\r\n", "\n"), stat.st_mtime, ""

@@ -1,0 +1,357 @@
+"""Hybrid search (SPEC B5): run the channels, fuse by RRF, adjust, resolve citations.
+
+Channels: ``vector`` and ``keyword`` over chunks (and over any record collections the filter
+names explicitly), ``graph`` (chunks mentioning entities named in the query, then chunks of the
+wikilink neighbourhood of those entities' notes and of the top vector/keyword results, ranked by
+vector similarity), ``beliefs`` (active, plus contested when asked) and ``observations``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memex.retrieval import metrics
+from memex.retrieval.embedder import Embedder
+from memex.retrieval.fusion import ChannelHit, recency_factor, rrf, salience_factor
+from memex.retrieval.ingest.indexer import MATCHER_META
+from memex.retrieval.ingest.notes import EntityMatcher
+from memex.retrieval.ingest.records_io import entity_names
+from memex.retrieval.store.base import Hit, Record, SearchFilter, Store
+from memex.shared.errors import InvalidArgument
+
+CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")
+DEFAULT_CHANNELS = ("vector", "keyword", "graph")
+RECORD_CHANNELS = {"beliefs": "beliefs", "observations": "observations"}
+GRAPH_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Search filters as the API gives them."""
+
+    start: str = ""
+    end: str = ""
+    collections: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    include_sensitive: bool = False
+    exclude_notes: bool = False
+    include_contested: bool = False
+
+
+@dataclass(frozen=True)
+class Query:
+    """One search request."""
+
+    tenant: str
+    text: str
+    channels: tuple[str, ...] = ()
+    filters: Filters = Filters()
+    k: int = 0
+    observation_weight: float = 0.0
+
+
+@dataclass
+class Item:
+    """One fused result with its provenance and the reasons for its rank."""
+
+    id: str
+    kind: str  # chunk | record | belief | observation
+    text: str
+    episode_id: str = ""
+    date: str = ""
+    title: str = ""
+    path: str = ""
+    heading: str = ""
+    citation: str = ""
+    sensitive: bool = False
+    collection: str = ""
+    channels: list[ChannelHit] = field(default_factory=list)
+    fused: float = 0.0
+    recency: float = 1.0
+    salience: float = 1.0
+    score: float = 0.0
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Fusion and adjustment parameters (from settings)."""
+
+    rrf_k: float
+    weights: dict[str, float]
+    depth: int
+    half_life_days: float
+    recency_weight: float
+    salience_weight: float
+    default_k: int
+    max_k: int
+    collections: tuple[str, ...]
+
+
+@dataclass
+class SearchResult:
+    """Items in descending score, and where the time went."""
+
+    items: list[Item]
+    embed_ms: float
+    search_ms: float
+
+
+class Searcher:
+    """Runs hybrid searches over a store."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        tuning: Tuning,
+        today: Callable[[], dt.date] = lambda: dt.datetime.now(dt.UTC).date(),
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._t = tuning
+        self._today = today
+        self._matchers: dict[str, tuple[str, EntityMatcher]] = {}
+
+    def _check(self, query: Query) -> tuple[tuple[str, ...], int]:
+        if not query.text.strip():
+            raise InvalidArgument("query is empty: say what to search for")
+        if len(query.text) > 4000:
+            raise InvalidArgument("query is longer than 4000 characters; shorten it")
+        unknown = [c for c in query.channels if c not in CHANNELS]
+        if unknown:
+            raise InvalidArgument(f"unknown channel {unknown[0]!r}: use {', '.join(CHANNELS)}")
+        bad = [c for c in query.filters.collections if c not in self._t.collections]
+        if bad:
+            raise InvalidArgument(
+                f"collection {bad[0]!r} is not allowlisted: use {', '.join(self._t.collections)}"
+            )
+        for bound in (query.filters.start, query.filters.end):
+            if bound:
+                try:
+                    dt.date.fromisoformat(bound)
+                except ValueError:
+                    raise InvalidArgument(
+                        f"time window bound {bound!r} is not YYYY-MM-DD"
+                    ) from None
+        if query.k < 0 or query.k > self._t.max_k:
+            raise InvalidArgument(f"k must be between 0 and {self._t.max_k}, got {query.k}")
+        return query.channels or DEFAULT_CHANNELS, query.k or self._t.default_k
+
+    async def search(self, query: Query) -> SearchResult:
+        """Embeds the query, runs the channels, fuses and adjusts; see the module doc."""
+        channels, k = self._check(query)
+        started = time.perf_counter()
+        vector = (await self._embedder.embed([query.text], "query"))[0]
+        embedded = time.perf_counter()
+        metrics.QUERY_EMBED_SECONDS.observe(embedded - started)
+        lists = await self.run_channels(query, channels, vector)
+        weights = dict(self._t.weights)
+        if query.observation_weight > 0:
+            weights["observations"] = weights.get("observations", 1.0) * query.observation_weight
+        for channel, hits in lists.items():
+            metrics.CHANNEL_HITS.labels(channel).observe(len(hits))
+        fused, seen = rrf(lists, weights, self._t.rrf_k)
+        items = await self._materialize(query.tenant, fused, seen)
+        today = self._today()
+        for item, salience in items:
+            item.recency = recency_factor(
+                item.date, today, self._t.half_life_days, self._t.recency_weight
+            )
+            item.salience = salience_factor(salience, self._t.salience_weight)
+            item.score = item.fused * item.recency * item.salience
+        ranked = sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))[:k]
+        done = time.perf_counter()
+        return SearchResult(ranked, (embedded - started) * 1000, (done - embedded) * 1000)
+
+    def _filters(self, f: Filters) -> SearchFilter:
+        return SearchFilter(
+            date_from=f.start or None,
+            date_to=f.end or None,
+            tags=tuple(t.lstrip("#").casefold() for t in f.tags),
+            include_sensitive=f.include_sensitive,
+        )
+
+    async def run_channels(
+        self, query: Query, channels: Sequence[str], vector: np.ndarray[Any, Any]
+    ) -> dict[str, list[Hit]]:
+        """Each requested channel's ranked hits (chunk ids or ``collection:id``)."""
+        store, depth, tenant = self._store, self._t.depth, query.tenant
+        base = self._filters(query.filters)
+        wanted = set(query.filters.collections)
+        plain = tuple(c for c in wanted if c not in RECORD_CHANNELS)
+        out: dict[str, list[Hit]] = {}
+        notes = not query.filters.exclude_notes
+        clock = _Clock()
+        if "vector" in channels:
+            hits = await store.search_chunks_vector(tenant, vector, depth, base) if notes else []
+            if plain:
+                rflt = dataclasses.replace(base, collections=plain)
+                hits = _merge(hits, await store.search_records_vector(tenant, vector, depth, rflt))
+            out["vector"] = hits[:depth]
+            clock.lap("vector")
+        if "keyword" in channels:
+            hits = (
+                await store.search_chunks_keyword(tenant, query.text, depth, base) if notes else []
+            )
+            if plain:
+                rflt = dataclasses.replace(base, collections=plain)
+                hits = _merge(
+                    hits, await store.search_records_keyword(tenant, query.text, depth, rflt)
+                )
+            out["keyword"] = hits[:depth]
+            clock.lap("keyword")
+        if "graph" in channels and notes:
+            out["graph"] = await self._graph(query, vector, base, out)
+            clock.lap("graph")
+        for channel, collection in RECORD_CHANNELS.items():
+            if channel in channels and (not wanted or collection in wanted):
+                out[channel] = await self._records_channel(query, collection, vector, base)
+                clock.lap(channel)
+        return out
+
+    async def _graph(
+        self, query: Query, vector: Any, base: SearchFilter, found: dict[str, list[Hit]]
+    ) -> list[Hit]:
+        store, tenant, depth = self._store, query.tenant, self._t.depth
+        named = list((await self._matcher(tenant))(query.text))
+        mentioned = await store.chunks_mentioning(tenant, named, depth, base) if named else []
+        seeds: set[str] = set()
+        if named:
+            notes = await store.notes_for_records(tenant, [f"entities:{e}" for e in named])
+            seeds |= {n.id for n in notes.values()}
+        top = [
+            h.id for channel in ("vector", "keyword") for h in found.get(channel, [])[:GRAPH_SEEDS]
+        ]
+        views = await store.get_chunks(tenant, top)
+        seeds |= {v.note.id for v in views.values()}
+        neighbours: set[str] = set()
+        for linked in (await store.linked_notes(tenant, sorted(seeds))).values():
+            neighbours |= linked
+        neighbours -= {v.note.id for v in views.values()}
+        around: list[Hit] = []
+        if neighbours:
+            flt = dataclasses.replace(base, note_ids=frozenset(neighbours))
+            around = await store.search_chunks_vector(tenant, vector, depth, flt)
+        seen = {h.id for h in mentioned}
+        return (mentioned + [h for h in around if h.id not in seen])[:depth]
+
+    async def _matcher(self, tenant: str) -> EntityMatcher:
+        """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new
+        set of entity names (vault re-index or entity upsert/delete)."""
+        token = await self._store.get_meta(tenant, MATCHER_META) or ""
+        cached = self._matchers.get(tenant)
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
+        matcher = EntityMatcher({e.id: entity_names(e) for e in entities})
+        self._matchers[tenant] = (token, matcher)
+        return matcher
+
+    async def _records_channel(
+        self, query: Query, collection: str, vector: Any, base: SearchFilter
+    ) -> list[Hit]:
+        store, tenant, depth = self._store, query.tenant, self._t.depth
+        flt = dataclasses.replace(base, collections=(collection,))
+        by_vector = await store.search_records_vector(tenant, vector, depth, flt)
+        by_words = await store.search_records_keyword(tenant, query.text, depth, flt)
+        fused, _ = rrf({"v": by_vector, "k": by_words}, {}, self._t.rrf_k)
+        hits = [Hit(i, s) for i, s in sorted(fused.items(), key=lambda p: (-p[1], p[0]))]
+        if collection == "beliefs":
+            records = await store.get_records(tenant, [h.id for h in hits])
+            allowed = {"active", "contested"} if query.filters.include_contested else {"active"}
+            hits = [
+                h
+                for h in hits
+                if str(records[h.id].fields.get("status", "active")).casefold() in allowed
+            ]
+        return hits[:depth]
+
+    async def _materialize(
+        self, tenant: str, fused: dict[str, float], seen: dict[str, list[ChannelHit]]
+    ) -> list[tuple[Item, float]]:
+        chunk_ids = [i for i in fused if ":" not in i]
+        refs = [i for i in fused if ":" in i]
+        chunks = await self._store.get_chunks(tenant, chunk_ids)
+        records = await self._store.get_records(tenant, refs)
+        notes = await self._store.notes_for_records(tenant, refs)
+        out: list[tuple[Item, float]] = []
+        for cid, view in chunks.items():
+            n = view.note
+            item = Item(
+                id=cid,
+                kind="chunk",
+                text=view.text,
+                episode_id=n.id,
+                date=n.date,
+                title=n.title,
+                path=n.path,
+                heading=view.heading,
+                citation=f"[[{n.title}]]",
+                sensitive=n.sensitive,
+                channels=seen[cid],
+                fused=fused[cid],
+                attributes={"tags": list(n.tags), "start": view.start, "end": view.end},
+            )
+            out.append((item, n.salience))
+        for ref, record in records.items():
+            out.append(
+                (
+                    record_item(record, notes.get(ref), seen[ref], fused[ref]),
+                    _record_salience(record),
+                )
+            )
+        return out
+
+
+def record_item(record: Record, note: Any, channels: list[ChannelHit], fused: float) -> Item:
+    """A record as a result item; its citation is the note standing for it, if any (SPEC B2)."""
+    kind = {"beliefs": "belief", "observations": "observation"}.get(record.collection, "record")
+    fields = dict(record.fields)
+    title = str(fields.get("name") or fields.get("title") or (note.title if note else record.ref))
+    return Item(
+        id=record.ref,
+        kind=kind,
+        text=record.text,
+        episode_id=note.id if note else "",
+        date=record.date or "",
+        title=title,
+        path=note.path if note else "",
+        citation=f"[[{note.title}]]" if note else record.ref,
+        sensitive=record.sensitive,
+        collection=record.collection,
+        channels=channels,
+        fused=fused,
+        attributes=fields,
+    )
+
+
+def _record_salience(record: Record) -> float:
+    for name in ("salience", "importance", "confidence"):
+        value = record.fields.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return min(max(float(value) / 5 if value > 1 else float(value), 0.0), 1.0)
+    return 0.5
+
+
+class _Clock:
+    """Observes the time since the previous lap into the channel histogram."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def lap(self, channel: str) -> None:
+        now = time.perf_counter()
+        metrics.CHANNEL_SECONDS.labels(channel).observe(now - self._last)
+        self._last = now
+
+
+def _merge(a: list[Hit], b: list[Hit]) -> list[Hit]:
+    return sorted(a + b, key=lambda h: (-h.score, h.id))

@@ -1,0 +1,132 @@
+"""Proto ⇄ domain translation for the retrieval service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from memex.retrieval import convert
+from memex.retrieval.core import RetrievalCore
+from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.shared.server import EngineSlot
+
+Context = grpc.aio.ServicerContext[Any, Any]
+PROGRESS_EVERY_S = 0.2
+
+
+class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
+    """Implements memex.retrieval.v1.RetrievalService over a RetrievalCore."""
+
+    def __init__(self, slot: EngineSlot[RetrievalCore]) -> None:
+        self._slot = slot
+
+    async def IndexVault(
+        self, request: retrieval_pb2.IndexVaultRequest, context: Context
+    ) -> AsyncIterator[retrieval_pb2.IndexVaultResponse]:
+        core = self._slot.get()
+        tenant = core.tenant(request.tenant)
+        updates: asyncio.Queue[tuple[int, int, str]] = asyncio.Queue()
+        run = asyncio.create_task(
+            core.index(tenant, request.vault_path, request.full, lambda *p: updates.put_nowait(p))
+        )
+        last: tuple[int, int, str] | None = None
+        try:
+            while not run.done():
+                getter = asyncio.ensure_future(updates.get())
+                await asyncio.wait(
+                    {getter, run}, timeout=PROGRESS_EVERY_S, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not getter.done():
+                    getter.cancel()
+                    continue
+                last = getter.result()
+                while not updates.empty():  # send only the latest, at most every 0.2 s
+                    last = updates.get_nowait()
+                done, total, path = last
+                yield retrieval_pb2.IndexVaultResponse(done=done, total=total, current_path=path)
+                await asyncio.sleep(PROGRESS_EVERY_S)
+            result = run.result()
+        finally:
+            if not run.done():  # the client went away: stop; the next run resumes
+                run.cancel()
+                with contextlib.suppress(BaseException):
+                    await run
+        total = result.added + result.updated + result.unchanged
+        yield retrieval_pb2.IndexVaultResponse(
+            done=total, total=total, summary=convert.summary(result)
+        )
+
+    async def Search(
+        self, request: retrieval_pb2.SearchRequest, context: Context
+    ) -> retrieval_pb2.SearchResponse:
+        core = self._slot.get()
+        result = await core.searcher.search(convert.query(request, core.tenant(request.tenant)))
+        return retrieval_pb2.SearchResponse(
+            items=[convert.item(i) for i in result.items],
+            embed_ms=result.embed_ms,
+            search_ms=result.search_ms,
+        )
+
+    async def QueryRecords(
+        self, request: retrieval_pb2.QueryRecordsRequest, context: Context
+    ) -> retrieval_pb2.QueryRecordsResponse:
+        core = self._slot.get()
+        rows = await core.records.query(
+            core.tenant(request.tenant),
+            request.collection,
+            convert.conditions(request.filter),
+            request.sort,
+            request.limit,
+        )
+        return retrieval_pb2.QueryRecordsResponse(records=[convert.record(r) for r in rows])
+
+    async def PersonTimeline(
+        self, request: retrieval_pb2.PersonTimelineRequest, context: Context
+    ) -> retrieval_pb2.PersonTimelineResponse:
+        core = self._slot.get()
+        timeline = await core.records.timeline(
+            core.tenant(request.tenant), request.entity_id, request.limit
+        )
+        return retrieval_pb2.PersonTimelineResponse(
+            entity=convert.record(timeline.entity),
+            entries=[
+                retrieval_pb2.TimelineEntry(date=date, item=convert.item(i))
+                for date, i in timeline.entries
+            ],
+        )
+
+    async def ListInbox(
+        self, request: retrieval_pb2.ListInboxRequest, context: Context
+    ) -> retrieval_pb2.ListInboxResponse:
+        core = self._slot.get()
+        rows = await core.records.inbox(
+            core.tenant(request.tenant), request.limit, request.include_done
+        )
+        return retrieval_pb2.ListInboxResponse(items=[convert.record(r) for r in rows])
+
+    async def UpsertRecords(
+        self, request: retrieval_pb2.UpsertRecordsRequest, context: Context
+    ) -> retrieval_pb2.UpsertRecordsResponse:
+        core = self._slot.get()
+        raw = []
+        for r in request.records:
+            fields = json_format.MessageToDict(r.fields)
+            if r.id:
+                fields["id"] = r.id
+            raw.append((r.collection, fields, r.sensitive))
+        written = await core.records.upsert(core.tenant(request.tenant), raw)
+        return retrieval_pb2.UpsertRecordsResponse(upserted=written)
+
+    async def DeleteRecords(
+        self, request: retrieval_pb2.DeleteRecordsRequest, context: Context
+    ) -> retrieval_pb2.DeleteRecordsResponse:
+        core = self._slot.get()
+        deleted = await core.records.delete(
+            core.tenant(request.tenant), request.collection, list(request.ids)
+        )
+        return retrieval_pb2.DeleteRecordsResponse(deleted=deleted)

@@ -1,0 +1,416 @@
+"""The embedded store's SQL, one function per operation (worker thread only).
+
+Every statement is a constant with ``?`` parameters; the only composed parts are the fixed
+filter fragments from ``schema``. Write functions run inside the caller's transaction and bump
+the ANN generation of what they touch, so a saved ANN index is trusted only if nothing changed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memex.retrieval.store.base import (
+    ChunkView,
+    Hit,
+    Note,
+    NoteMeta,
+    Record,
+    SearchFilter,
+    StoreStats,
+)
+from memex.retrieval.store.embedded.schema import match_expression, note_filter
+
+_NOTE_COLS = (
+    "n.id, n.path, n.title, n.date, n.fingerprint, n.tags, n.sensitive, n.salience, n.record_keys"
+)
+_RECORD_COLS = "collection, id, fields, text, date, tags, sensitive, entity_refs, source"
+
+
+def _note_meta(row: Sequence[Any]) -> NoteMeta:
+    return NoteMeta(
+        id=row[0],
+        path=row[1],
+        title=row[2],
+        date=row[3],
+        fingerprint=row[4],
+        tags=tuple(json.loads(row[5])),
+        sensitive=bool(row[6]),
+        salience=float(row[7]),
+        record_keys=tuple(json.loads(row[8])),
+    )
+
+
+def _record(row: Sequence[Any]) -> Record:
+    return Record(
+        collection=row[0],
+        id=row[1],
+        fields=json.loads(row[2]),
+        text=row[3],
+        date=row[4],
+        tags=tuple(json.loads(row[5])),
+        sensitive=bool(row[6]),
+        entity_refs=tuple(json.loads(row[7])),
+        source=row[8],
+    )
+
+
+def _ids(values: Sequence[Any]) -> str:
+    return json.dumps(list(values))
+
+
+def generation(conn: sqlite3.Connection, tenant: str, kind: str) -> int:
+    """The tenant's write generation for ``kind`` (0 before any write)."""
+    row = conn.execute(
+        "SELECT generation FROM ann_generation WHERE tenant = ? AND kind = ?", (tenant, kind)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _bump(conn: sqlite3.Connection, tenant: str, kind: str) -> None:
+    conn.execute(
+        "INSERT INTO ann_generation (tenant, kind, generation) VALUES (?, ?, 1) "
+        "ON CONFLICT (tenant, kind) DO UPDATE SET generation = generation + 1",
+        (tenant, kind),
+    )
+
+
+def all_vectors(
+    conn: sqlite3.Connection, tenant: str, kind: str, dimension: int
+) -> tuple[NDArray[np.uint64], NDArray[np.float32]]:
+    """Every (rowid, vector) of the tenant's chunks or records, to rebuild an ANN index."""
+    sql = (
+        "SELECT rowid, vector FROM chunks WHERE tenant = ?"
+        if kind == "chunks"
+        else "SELECT rowid, vector FROM records WHERE tenant = ? AND vector IS NOT NULL"
+    )
+    rows = conn.execute(sql, (tenant,)).fetchall()
+    keys = np.asarray([r[0] for r in rows], dtype=np.uint64)
+    vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+    return keys, vectors.reshape(len(rows), dimension)
+
+
+# -- notes ---------------------------------------------------------------------------------------
+def _drop_note(conn: sqlite3.Connection, tenant: str, note_id: str) -> list[int]:
+    rows = conn.execute(
+        "SELECT rowid, id FROM chunks WHERE tenant = ? AND note_id = ?", (tenant, note_id)
+    ).fetchall()
+    old = [r[0] for r in rows]
+    conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(r,) for r in old])
+    conn.executemany(
+        "DELETE FROM mentions WHERE tenant = ? AND chunk_id = ?", [(tenant, r[1]) for r in rows]
+    )
+    conn.execute("DELETE FROM chunks WHERE tenant = ? AND note_id = ?", (tenant, note_id))
+    for table, column in (
+        ("note_keys", "note_id"),
+        ("note_records", "note_id"),
+        ("links", "source_id"),
+        ("notes", "id"),
+    ):
+        conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND {column} = ?", (tenant, note_id))
+    return old
+
+
+def replace_note(
+    conn: sqlite3.Connection, tenant: str, note: Note, vectors: list[NDArray[np.float32]]
+) -> tuple[list[int], list[int]]:
+    """Replaces a note and everything derived from it; returns (old rowids, new rowids)."""
+    old = _drop_note(conn, tenant, note.id)
+    conn.execute(
+        "INSERT INTO notes (tenant, id, path, title, date, fingerprint, tags, record_keys, "
+        "frontmatter, sensitive, salience) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            tenant,
+            note.id,
+            note.path,
+            note.title,
+            note.date,
+            note.fingerprint,
+            json.dumps(list(note.tags)),
+            json.dumps(list(note.record_keys)),
+            json.dumps(dict(note.frontmatter), default=str),
+            int(note.sensitive),
+            note.salience,
+        ),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO note_keys (tenant, key, note_id) VALUES (?, ?, ?)",
+        [(tenant, key, note.id) for key in note.keys],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO note_records (tenant, ref, note_id) VALUES (?, ?, ?)",
+        [(tenant, ref, note.id) for ref in note.record_keys],
+    )
+    conn.executemany(
+        "INSERT INTO links (tenant, source_id, target_key, heading, alias, embed) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (tenant, note.id, ln.target_key, ln.heading, ln.alias, int(ln.embed))
+            for ln in note.links
+        ],
+    )
+    new: list[int] = []
+    for chunk, vector in zip(note.chunks, vectors, strict=True):
+        cur = conn.execute(
+            'INSERT INTO chunks (tenant, id, note_id, ordinal, text, heading, start, "end", '
+            "vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tenant,
+                chunk.id,
+                note.id,
+                chunk.ordinal,
+                chunk.text,
+                chunk.heading,
+                chunk.start,
+                chunk.end,
+                vector.tobytes(),
+            ),
+        )
+        rowid = int(cur.lastrowid or 0)
+        new.append(rowid)
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, search_text) VALUES (?, ?)", (rowid, chunk.search_text)
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO mentions (tenant, entity_id, chunk_id) VALUES (?, ?, ?)",
+            [(tenant, entity, chunk.id) for entity in chunk.mentions],
+        )
+    _bump(conn, tenant, "chunks")
+    return old, new
+
+
+def delete_notes(
+    conn: sqlite3.Connection, tenant: str, note_ids: list[str]
+) -> tuple[int, list[int]]:
+    """Deletes notes; returns (how many existed, removed chunk rowids)."""
+    count, old = 0, []
+    for note_id in dict.fromkeys(note_ids):
+        exists = conn.execute(
+            "SELECT 1 FROM notes WHERE tenant = ? AND id = ?", (tenant, note_id)
+        ).fetchone()
+        count += bool(exists)
+        old += _drop_note(conn, tenant, note_id)
+    _bump(conn, tenant, "chunks")
+    return count, old
+
+
+def fingerprints(conn: sqlite3.Connection, tenant: str) -> dict[str, tuple[str, str]]:
+    """{path: (id, fingerprint)} of the tenant's notes."""
+    rows = conn.execute("SELECT path, id, fingerprint FROM notes WHERE tenant = ?", (tenant,))
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def get_notes(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[str, NoteMeta]:
+    """Note metadata by id."""
+    rows = conn.execute(
+        f"SELECT {_NOTE_COLS} FROM notes n WHERE n.tenant = ? "
+        "AND n.id IN (SELECT value FROM json_each(?))",
+        (tenant, _ids(ids)),
+    )
+    return {r[0]: _note_meta(r) for r in rows}
+
+
+def notes_by_key(
+    conn: sqlite3.Connection, tenant: str, keys: list[str]
+) -> dict[str, list[NoteMeta]]:
+    """Notes having each link key."""
+    rows = conn.execute(
+        f"SELECT k.key, {_NOTE_COLS} FROM note_keys k JOIN notes n "
+        "ON n.tenant = k.tenant AND n.id = k.note_id WHERE k.tenant = ? "
+        "AND k.key IN (SELECT value FROM json_each(?)) ORDER BY n.path",
+        (tenant, _ids(keys)),
+    )
+    out: dict[str, list[NoteMeta]] = {}
+    for r in rows:
+        out.setdefault(r[0], []).append(_note_meta(r[1:]))
+    return out
+
+
+def notes_for_records(
+    conn: sqlite3.Connection, tenant: str, refs: list[str]
+) -> dict[str, NoteMeta]:
+    """For each record ref, the note (smallest path) whose frontmatter names it."""
+    rows = conn.execute(
+        f"SELECT r.ref, {_NOTE_COLS} FROM note_records r JOIN notes n "
+        "ON n.tenant = r.tenant AND n.id = r.note_id WHERE r.tenant = ? "
+        "AND r.ref IN (SELECT value FROM json_each(?)) ORDER BY n.path DESC",
+        (tenant, _ids(refs)),
+    )
+    return {r[0]: _note_meta(r[1:]) for r in rows}  # later (smaller) paths win
+
+
+def linked_notes(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[str, set[str]]:
+    """Wikilink neighbours of each note, both directions."""
+    out: dict[str, set[str]] = {}
+    for note_id in ids:
+        if not conn.execute(
+            "SELECT 1 FROM notes WHERE tenant = ? AND id = ?", (tenant, note_id)
+        ).fetchone():
+            continue
+        rows = conn.execute(
+            "SELECT k.note_id FROM links l JOIN note_keys k "
+            "ON k.tenant = l.tenant AND k.key = l.target_key "
+            "WHERE l.tenant = ? AND l.source_id = ? "
+            "UNION SELECT l.source_id FROM note_keys k JOIN links l "
+            "ON l.tenant = k.tenant AND l.target_key = k.key "
+            "WHERE k.tenant = ? AND k.note_id = ?",
+            (tenant, note_id, tenant, note_id),
+        )
+        out[note_id] = {r[0] for r in rows} - {note_id}
+    return out
+
+
+def get_chunks(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[str, ChunkView]:
+    """Chunks with their notes' metadata."""
+    rows = conn.execute(
+        f'SELECT c.id, c.ordinal, c.text, c.heading, c.start, c."end", {_NOTE_COLS}, '
+        "(SELECT json_group_array(m.entity_id) FROM mentions m "
+        " WHERE m.tenant = c.tenant AND m.chunk_id = c.id) "
+        "FROM chunks c JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+        "WHERE c.tenant = ? AND c.id IN (SELECT value FROM json_each(?))",
+        (tenant, _ids(ids)),
+    )
+    return {
+        r[0]: ChunkView(
+            id=r[0],
+            note=_note_meta(r[6:15]),
+            ordinal=r[1],
+            text=r[2],
+            heading=r[3],
+            start=r[4],
+            end=r[5],
+            mentions=tuple(sorted(json.loads(r[15]))),
+        )
+        for r in rows
+    }
+
+
+def set_mentions(conn: sqlite3.Connection, tenant: str, entity: str, chunk_ids: list[str]) -> None:
+    """Replaces the chunks mentioning one entity (unknown chunks ignored)."""
+    conn.execute("DELETE FROM mentions WHERE tenant = ? AND entity_id = ?", (tenant, entity))
+    conn.execute(
+        "INSERT OR IGNORE INTO mentions (tenant, entity_id, chunk_id) "
+        "SELECT ?, ?, c.id FROM chunks c WHERE c.tenant = ? "
+        "AND c.id IN (SELECT value FROM json_each(?))",
+        (tenant, entity, tenant, _ids(chunk_ids)),
+    )
+
+
+# -- search ---------------------------------------------------------------------------------------
+def chunk_candidates(conn: sqlite3.Connection, tenant: str, flt: SearchFilter) -> list[int]:
+    """Rowids of the tenant's chunks passing a filter."""
+    where, params = note_filter(flt)
+    rows = conn.execute(
+        "SELECT c.rowid FROM chunks c JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+        f"WHERE c.tenant = ? AND {where}",
+        (tenant, *params),
+    )
+    return [r[0] for r in rows]
+
+
+def chunk_ids(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
+    """Chunk ids by rowid."""
+    rows = conn.execute(
+        "SELECT rowid, id FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+        (_ids(rowids),),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def keyword_chunks(
+    conn: sqlite3.Connection, tenant: str, query: str, k: int, flt: SearchFilter
+) -> list[Hit]:
+    """BM25 over chunk search text; FTS5's bm25() is negative, so it is negated."""
+    expression = match_expression(query)
+    if expression is None:
+        return []
+    where, params = note_filter(flt)
+    rows = conn.execute(
+        "SELECT c.id, -bm25(chunks_fts) AS s FROM chunks_fts "
+        "JOIN chunks c ON c.rowid = chunks_fts.rowid "
+        "JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+        f"WHERE chunks_fts MATCH ? AND c.tenant = ? AND {where} ORDER BY s DESC, c.id LIMIT ?",
+        (expression, tenant, *params, k),
+    )
+    return [Hit(id=r[0], score=float(r[1])) for r in rows]
+
+
+def mentioning(
+    conn: sqlite3.Connection, tenant: str, entities: list[str], k: int, flt: SearchFilter
+) -> list[Hit]:
+    """Chunks mentioning any of the entities, by how many they mention."""
+    where, params = note_filter(flt)
+    rows = conn.execute(
+        "SELECT m.chunk_id, COUNT(DISTINCT m.entity_id) AS s FROM mentions m "
+        "JOIN chunks c ON c.tenant = m.tenant AND c.id = m.chunk_id "
+        "JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+        f"WHERE m.tenant = ? AND m.entity_id IN (SELECT value FROM json_each(?)) AND {where} "
+        "GROUP BY m.chunk_id ORDER BY s DESC, MAX(n.date) DESC, m.chunk_id LIMIT ?",
+        (tenant, _ids(entities), *params, k),
+    )
+    return [Hit(id=r[0], score=float(r[1])) for r in rows]
+
+
+# -- metadata and housekeeping --------------------------------------------------------------------
+def get_meta(conn: sqlite3.Connection, tenant: str, key: str) -> str | None:
+    """A per-tenant value."""
+    row = conn.execute(
+        "SELECT value FROM meta WHERE tenant = ? AND key = ?", (tenant, key)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_meta(conn: sqlite3.Connection, tenant: str, key: str, value: str) -> None:
+    """Sets a per-tenant value (autocommit: durable on return)."""
+    conn.execute(
+        "INSERT INTO meta (tenant, key, value) VALUES (?, ?, ?) "
+        "ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value",
+        (tenant, key, value),
+    )
+
+
+def stats(conn: sqlite3.Connection, tenant: str) -> StoreStats:
+    """Counts of the tenant's rows."""
+
+    def count(table: str) -> int:
+        return int(
+            conn.execute(f"SELECT COUNT(*) FROM {table} WHERE tenant = ?", (tenant,)).fetchone()[0]
+        )
+
+    return StoreStats(
+        notes=count("notes"),
+        chunks=count("chunks"),
+        records=count("records"),
+        links=count("links"),
+        mentions=count("mentions"),
+    )
+
+
+def delete_tenant(conn: sqlite3.Connection, tenant: str) -> None:
+    """Deletes every row of a tenant, FTS rows included."""
+    conn.execute(
+        "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE tenant = ?)",
+        (tenant,),
+    )
+    conn.execute(
+        "DELETE FROM records_fts WHERE rowid IN (SELECT rowid FROM records WHERE tenant = ?)",
+        (tenant,),
+    )
+    for table in (
+        "notes",
+        "note_keys",
+        "note_records",
+        "links",
+        "chunks",
+        "mentions",
+        "records",
+        "record_refs",
+        "meta",
+        "ann_generation",
+    ):
+        conn.execute(f"DELETE FROM {table} WHERE tenant = ?", (tenant,))

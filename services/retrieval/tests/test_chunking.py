@@ -1,0 +1,72 @@
+"""Heading-aware chunking and Obsidian Markdown parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
+from memex.retrieval.ingest.markdown import parse_note, split_frontmatter
+from memex.retrieval.ingest.notes import EntityMatcher
+
+
+def test_sections_carry_heading_paths_and_offsets() -> None:
+    body = "intro line\n# Plans\n## Q3\nship it\n## Q4\nrest\n# Other\ntext\n"
+    chunks = chunk_body(body)
+    assert [c.heading for c in chunks] == ["", "Plans > Q3", "Plans > Q4", "Other"]
+    for c in chunks:
+        assert body[c.start : c.end] == c.text
+    assert chunks[1].text.startswith("# Plans")  # the empty "Plans" section joins "Q3"
+
+
+def test_long_sections_split_at_word_boundaries() -> None:
+    words = " ".join(f"word{i}" for i in range(2000))
+    body = f"# Big\n{words}\n\n" + "para two. " * 300
+    chunks = chunk_body(body)
+    assert len(chunks) > 3
+    for c in chunks:
+        assert len(c.text) <= MAX_CHARS
+        assert body[c.start : c.end] == c.text
+        before = body[c.start - 1] if c.start else " "
+        after = body[c.end] if c.end < len(body) else " "
+        assert not (before.isalnum() and c.text[0].isalnum()), "cut mid-word at start"
+        assert not (after.isalnum() and c.text[-1].isalnum()), "cut mid-word at end"
+    covered = "".join(c.text for c in chunks).replace(" ", "").replace("\n", "")
+    assert covered == body.replace(" ", "").replace("\n", "").replace("#Big", "#Big")
+
+
+def test_headings_in_code_blocks_do_not_split() -> None:
+    body = "# Real\n```\n# not a heading\n```\nafter\n"
+    assert [c.heading for c in chunk_body(body)] == ["Real"]
+
+
+@pytest.mark.parametrize("body", ["", "   \n\n", "# Only heading"])
+def test_degenerate_bodies(body: str) -> None:
+    chunks = chunk_body(body)
+    assert all(c.text.strip() for c in chunks)
+
+
+def test_wikilinks_aliases_headings_embeds_and_code() -> None:
+    note = parse_note(
+        "See [[Alice Smith|my sister]], [[Plans#Q3]] and ![[photo.png]].\n"
+        "Escaped \\[[Nope]] and `[[Inline]]`.\n```\n[[Fenced]]\n```\n#tag1 and #2024 #a/b\n"
+    )
+    assert [(ln.target_key, ln.heading, ln.alias, ln.embed) for ln in note.links] == [
+        ("alice smith", "", "my sister", False),
+        ("plans", "Q3", "", False),
+        ("photo.png", "", "", True),
+    ]
+    assert note.tags == ["a/b", "tag1"]
+
+
+def test_broken_frontmatter_keeps_the_body() -> None:
+    fm, body, offset, warnings = split_frontmatter("---\ntitle: [oops\n---\nbody text\n")
+    assert fm == {}
+    assert body == "body text\n"
+    assert offset == len("---\ntitle: [oops\n---\n")
+    assert "invalid YAML" in warnings[0]
+
+
+def test_entity_matcher_whole_words_case_insensitive() -> None:
+    match = EntityMatcher({"alice": ["Alice Smith", "Ali"], "bob": ["Bob"]})
+    assert match("met alice smith and BOB") == ("alice", "bob")
+    assert match("Alicante and Bobby") == ()

@@ -1,0 +1,60 @@
+"""The `memex` command line without a running stack: help, and a clear way out when it is down."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memex.shared.testing import free_port
+
+COMMANDS = ["up", "down", "status", "embed", "ask", "chat", "conversations", "forget"]
+
+
+def memex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "MEMEX_DATA_DIR": str(tmp_path),
+        "MEMEX_EMBEDDING_PORT": str(free_port()),
+        "MEMEX_ORCHESTRATOR_PORT": str(free_port()),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "memex.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_help_lists_every_command(tmp_path: Path) -> None:
+    result = memex(tmp_path, "--help")
+    assert result.returncode == 0
+    for command in COMMANDS:
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["ask", "what?"], ["conversations"], ["forget", "abc"], ["chat", "hello"], ["embed", "x"]],
+)
+def test_commands_say_how_to_start_memex_when_it_is_down(tmp_path: Path, args: list[str]) -> None:
+    result = memex(tmp_path, *args)
+    assert result.returncode == 3, result.stderr
+    assert "memex up" in result.stdout + result.stderr
+
+
+def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMEX_EMBEDDING_PORT": "not-a-port"}
+    result = subprocess.run(
+        [sys.executable, "-m", "memex.cli", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "MEMEX_" in result.stderr and "embedding_port" in result.stderr
