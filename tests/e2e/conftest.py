@@ -30,6 +30,8 @@ def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
         "MEMEX_EMBEDDING_METRICS_PORT": str(free_port()),
         "MEMEX_RETRIEVAL_PORT": str(free_port()),
         "MEMEX_RETRIEVAL_METRICS_PORT": str(free_port()),
+        "MEMEX_REASONER_PORT": str(free_port()),
+        "MEMEX_REASONER_METRICS_PORT": str(free_port()),
         "MEMEX_START_TIMEOUT_SECONDS": "120",
     }
 
