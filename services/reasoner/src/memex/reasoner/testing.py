@@ -19,6 +19,7 @@ import httpx2
 
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
+from memex.reasoner.llama_engine import default_threads
 from memex.reasoner.server import build
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.server import GrpcService, RunningServer
@@ -77,6 +78,7 @@ def openai_server(model_path: Path, *, alias: str = "smollm2", n_ctx: int = 2048
     """llama-cpp-python's own OpenAI-compatible server on a free loopback port; yields its /v1
     URL once it answers, and stops it afterwards."""
     port = free_port()
+    threads = default_threads(1)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -92,6 +94,12 @@ def openai_server(model_path: Path, *, alias: str = "smollm2", n_ctx: int = 2048
             str(port),
             "--n_ctx",
             str(n_ctx),
+            # Its default batch threads are all the cores, whose spin-waiting makes prompt
+            # evaluation many times slower on a busy 2-core machine; use what our engine uses.
+            "--n_threads",
+            str(threads),
+            "--n_threads_batch",
+            str(threads),
             "--verbose",
             "false",
         ],
