@@ -48,7 +48,7 @@ class ReasonerSettings(ServiceSettings):
         ge=0,
         le=256,
         description="Generations running at once, more wait in a FIFO queue; 0 picks per engine "
-        "(llama_cpp: 2, each with its own context; openai: 16; stub: 64).",
+        "(llama_cpp: 1, each needs its own context and cores; openai: 16; stub: 64).",
     )
     max_queue: int = Field(
         32, ge=0, description="Requests allowed to wait; beyond it RESOURCE_EXHAUSTED."

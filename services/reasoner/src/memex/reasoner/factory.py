@@ -10,11 +10,11 @@ from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.core import ReasonerCore
 from memex.reasoner.engine import Engine
 
-# Generations at once when MEMEX_REASONER_MAX_ACTIVE is 0. llama.cpp: two contexts sharing half
-# the cores (on 2 cores, one thread each: 1.26x one stream's throughput in aggregate, where a
-# second thread on one context makes decoding slower); a remote server batches many; the stub
-# costs nothing.
-DEFAULT_ACTIVE = {"llama_cpp": 2, "openai": 16, "stub": 64}
+# Generations at once when MEMEX_REASONER_MAX_ACTIVE is 0. llama.cpp: one context on half the
+# cores, the rest left to the other services; on 2 cores a second context gave 0.91x to 1.26x one
+# stream's throughput in aggregate (idle vs busy machine) while halving each stream's speed, so
+# more is a deployment choice. A remote server batches many; the stub costs nothing.
+DEFAULT_ACTIVE = {"llama_cpp": 1, "openai": 16, "stub": 64}
 
 
 def max_active(settings: ReasonerSettings) -> int:
