@@ -27,7 +27,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding clean
+.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-store clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -103,6 +103,9 @@ bench: bench-embedding ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-store: install weaviate ## Store latency, ANN recall and memory: embedded vs Weaviate, 5k and 200k chunks
+	$(PY) benchmarks/bench_store.py $(BENCH_STORE_ARGS)
 
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules
