@@ -27,7 +27,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-store clean
+.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -99,10 +99,13 @@ status: ## Health of each service
 demo: up ## The main job: start the stack and embed a sentence
 	$(MEMEX) embed "memex remembers what you wrote, and cites it."
 
-bench: bench-embedding ## Every benchmark
+bench: bench-embedding bench-retrieval ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
+	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)
 
 bench-store: install weaviate ## Store latency, ANN recall and memory: embedded vs Weaviate, 5k and 200k chunks
 	$(PY) benchmarks/bench_store.py $(BENCH_STORE_ARGS)

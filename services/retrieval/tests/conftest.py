@@ -3,10 +3,7 @@ a real Weaviate server for the Weaviate backend."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,39 +13,18 @@ from memex.embedding.config import EmbeddingSettings, default_model_dir
 from memex.embedding.server import build as build_embedding
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.server import build as build_retrieval
+from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.retrieval.weaviate_server import WeaviateServer
-from memex.shared.server import GrpcService, RunningServer
+from memex.shared.testing import require, serving
 from pydantic import SecretStr
-
-# --import-mode=importlib: test modules import helpers (retrieval_kit.py) through this entry.
-sys.path.insert(0, str(Path(__file__).parent))
-from retrieval_kit import write
-
-
-def _model_ready() -> bool:
-    return (default_model_dir() / "model.onnx").exists()
-
-
-@contextlib.asynccontextmanager
-async def serving(service: GrpcService) -> AsyncIterator[RunningServer]:  # type: ignore[type-arg]
-    """Runs a service until the block ends."""
-    task = asyncio.create_task(service.run(handle_signals=False))
-    running = await asyncio.wait_for(asyncio.shield(service.started), 30)
-    try:
-        await asyncio.wait_for(running.ready.wait(), 120)
-        yield running
-    finally:
-        running.stop()
-        await asyncio.wait_for(task, 60)
 
 
 @pytest.fixture
 async def embedding_addr() -> AsyncIterator[str]:
     """The real embedding service (ONNX MiniLM prepared by `make models`)."""
-    if not _model_ready():
-        pytest.skip("embedding model missing: run `make models`")
-    settings = EmbeddingSettings(port=0, model_dir=default_model_dir())
+    model = require(default_model_dir() / "model.onnx", "run `make models`").parent
+    settings = EmbeddingSettings(port=0, model_dir=model)
     async with serving(build_embedding(settings)) as running:
         yield f"127.0.0.1:{running.port}"
 
@@ -82,7 +58,7 @@ def retrieval_settings(
 @pytest.fixture
 async def retrieval(
     retrieval_settings: RetrievalSettings,
-) -> AsyncIterator[retrieval_pb2_grpc.RetrievalServiceStub]:
+) -> AsyncIterator[retrieval_pb2_grpc.RetrievalServiceAsyncStub]:
     """A stub of a running retrieval service."""
     async with (
         serving(build_retrieval(retrieval_settings)) as running,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
 from google.protobuf import struct_pb2
 from memex.common.v1 import common_pb2
+from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from retrieval_kit import write
 
-Stub = retrieval_pb2_grpc.RetrievalServiceStub
+if TYPE_CHECKING:  # the async stub type exists only in the .pyi
+    Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 
 
 async def index(stub: Stub, vault: Path, full: bool = False) -> retrieval_pb2.IndexSummary:
@@ -196,7 +198,7 @@ async def test_bad_record_queries(
 
 
 async def test_bad_input_is_a_clear_error(retrieval: Stub, tmp_path: Path) -> None:
-    cases = [
+    cases: list[tuple[Any, str]] = [
         (retrieval.Search(retrieval_pb2.SearchRequest(query="  ")), "empty"),
         (retrieval.Search(retrieval_pb2.SearchRequest(query="x", tenant="../etc")), "tenant"),
         (
@@ -218,8 +220,8 @@ async def test_bad_input_is_a_clear_error(retrieval: Stub, tmp_path: Path) -> No
     for call, words in cases:
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call
-        assert words in caught.value.details()
+        assert words in str(caught.value.details())
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await index(retrieval, tmp_path / "missing")
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "does not exist" in caught.value.details()
+    assert "does not exist" in str(caught.value.details())

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-from contract_kit import axis, note, record
 from memex.retrieval.store.base import SearchFilter, Store
+from memex.retrieval.testing import axis, note, record
 
 
 async def test_reopen_keeps_everything(

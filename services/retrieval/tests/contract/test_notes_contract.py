@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contract_kit import axis, note, vec
 from memex.retrieval.store.base import SearchFilter, Store
+from memex.retrieval.testing import axis, note, vec
 
 ALL = SearchFilter()
 

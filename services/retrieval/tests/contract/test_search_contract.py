@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contract_kit import axis, note, record, vec
 from memex.retrieval.store.base import Condition, SearchFilter, Sort, Store
+from memex.retrieval.testing import axis, note, record, vec
 
 ALL = SearchFilter()
 

@@ -25,7 +25,9 @@ class RetrievalSettings(ServiceSettings):
         "127.0.0.1:50051", description="Address of the embedding service (host:port)."
     )
     embedding_timeout_seconds: float = Field(
-        60.0, gt=0, description="Deadline of one Embed call to the embedding service."
+        600.0,
+        gt=0,
+        description="Deadline of one Embed call (a batch of chunks) to the embedding service.",
     )
     store: Literal["embedded", "weaviate"] = Field(
         "embedded", description="Storage backend: embedded (SQLite + usearch) or weaviate."
@@ -83,7 +85,7 @@ class RetrievalSettings(ServiceSettings):
     max_file_bytes: int = Field(
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
     )
-    embed_batch: int = Field(64, gt=0, description="Chunks sent in one Embed call.")
+    embed_batch: int = Field(32, gt=0, description="Chunks sent in one Embed call.")
     weaviate_host: str = Field(
         "127.0.0.1", description="Weaviate host (REST and gRPC), when store is weaviate."
     )

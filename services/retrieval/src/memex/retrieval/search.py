@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from memex.retrieval.embedder import Embedder
 from memex.retrieval.fusion import ChannelHit, recency_factor, rrf, salience_factor
+from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.notes import EntityMatcher
 from memex.retrieval.ingest.records_io import entity_names
 from memex.retrieval.store.base import Hit, Record, SearchFilter, Store
@@ -115,6 +116,7 @@ class Searcher:
         self._embedder = embedder
         self._t = tuning
         self._today = today
+        self._matchers: dict[str, tuple[str, EntityMatcher]] = {}
 
     def _check(self, query: Query) -> tuple[tuple[str, ...], int]:
         if not query.text.strip():
@@ -209,9 +211,7 @@ class Searcher:
         self, query: Query, vector: Any, base: SearchFilter, found: dict[str, list[Hit]]
     ) -> list[Hit]:
         store, tenant, depth = self._store, query.tenant, self._t.depth
-        entities = await store.query_records(tenant, "entities", [], None, 1_000_000)
-        matcher = EntityMatcher({e.id: entity_names(e) for e in entities})
-        named = list(matcher(query.text))
+        named = list((await self._matcher(tenant))(query.text))
         mentioned = await store.chunks_mentioning(tenant, named, depth, base) if named else []
         seeds: set[str] = set()
         if named:
@@ -232,6 +232,18 @@ class Searcher:
             around = await store.search_chunks_vector(tenant, vector, depth, flt)
         seen = {h.id for h in mentioned}
         return (mentioned + [h for h in around if h.id not in seen])[:depth]
+
+    async def _matcher(self, tenant: str) -> EntityMatcher:
+        """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new
+        set of entity names (vault re-index or entity upsert/delete)."""
+        token = await self._store.get_meta(tenant, MATCHER_META) or ""
+        cached = self._matchers.get(tenant)
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
+        matcher = EntityMatcher({e.id: entity_names(e) for e in entities})
+        self._matchers[tenant] = (token, matcher)
+        return matcher
 
     async def _records_channel(
         self, query: Query, collection: str, vector: Any, base: SearchFilter

@@ -64,7 +64,7 @@ class IndexOptions:
     sensitivity: Sensitivity
     max_file_bytes: int
     embed_batch: int
-    concurrency: int = 3
+    concurrency: int = 2
 
 
 class Indexer:

@@ -1,8 +1,13 @@
-"""Small builders of notes, chunks and records with deterministic vectors for contract tests."""
+"""Helpers for tests of the retrieval service and of storage backends (contract suite).
+
+They live in the package, like ``memex.shared.testing``, so every backend's tests can use them.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import textwrap
+from pathlib import Path
 
 import numpy as np
 from memex.retrieval.store.base import Chunk, Link, Note, Record, link_key
@@ -80,3 +85,11 @@ def record(collection: str, rid: str, text: str, **kw: object) -> Record:
     fields = dict(kw.pop("fields", {}) or {})  # type: ignore[call-overload]
     fields.setdefault("text", text)
     return Record(collection=collection, id=rid, fields=fields, text=text, **kw)  # type: ignore[arg-type]
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    """Writes a dedented file under ``root``."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path

@@ -1,0 +1,218 @@
+"""Part 2 of the retrieval benchmark: latency, ANN recall and memory at ~5k and at N chunks.
+
+The large store is built once from the corpus store (see bench_retrieval.py) and kept in the
+cache. Each measurement runs in a fresh process (``--measure``), so resident memory is that of a
+store opened cold, not of the process that built it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from memex.retrieval.search import Query, Searcher, Tuning
+from memex.retrieval.store.base import Chunk, Note
+from memex.retrieval.store.embedded import EmbeddedStore, queries
+from numpy.typing import NDArray
+
+DIM = 384
+TENANT = "default"
+CHUNKS_PER_NOTE = 200
+NOISE = 0.5  # cosine to the source vector ~ 1 / sqrt(1 + NOISE^2) ~ 0.89
+RECALL_QUERIES = 200
+
+
+class FixedEmbedder:
+    """Returns precomputed query vectors, so timings exclude query embedding."""
+
+    dimension = DIM
+    model_id = "precomputed"
+
+    def __init__(self, table: dict[str, NDArray[np.float32]]) -> None:
+        self._table = table
+
+    async def embed(self, texts: Sequence[str], kind: str) -> NDArray[np.float32]:
+        """The stored vector of each text."""
+        return np.stack([self._table[t] for t in texts])
+
+
+def rss_mib() -> float:
+    """This process's resident memory in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _tuning() -> Tuning:
+    from memex.retrieval.config import RetrievalSettings
+
+    s = RetrievalSettings()
+    return Tuning(
+        rrf_k=s.rrf_k,
+        weights={"vector": s.vector_weight, "keyword": s.keyword_weight, "graph": s.graph_weight},
+        depth=s.channel_depth,
+        half_life_days=0,
+        recency_weight=0,
+        salience_weight=0,
+        default_k=10,
+        max_k=200,
+        collections=tuple(s.record_collections),
+    )
+
+
+async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
+    """Opens a store cold; search latency (no query embedding), ANN recall@10, memory."""
+    payload = json.loads(query_file.read_text())  # noqa: ASYNC240 - once, before measuring
+    texts: list[str] = payload["texts"]
+    vectors = np.asarray(payload["vectors"], dtype=np.float32)
+    before = rss_mib()
+    store = await EmbeddedStore.open(store_dir, DIM)
+    try:
+        started = time.perf_counter()
+        ann = store._index(TENANT, "chunks")  # loads the saved HNSW index, or rebuilds it
+        load_s = time.perf_counter() - started
+        searcher = Searcher(store, FixedEmbedder(dict(zip(texts, vectors, strict=True))), _tuning())
+        for text in texts[:20]:  # warm the page cache
+            await searcher.search(Query(TENANT, text))
+        latencies = [(await searcher.search(Query(TENANT, t))).search_ms for t in texts]
+        hits = 0
+        sample = vectors[:RECALL_QUERIES]
+        for q in sample:
+            approx = ann.index.search(q, 10)
+            exact = ann.index.search(q, 10, exact=True)
+            hits += len(set(map(int, approx.keys)) & set(map(int, exact.keys)))
+        after = rss_mib()
+        stats = await store.stats(TENANT)
+        latencies.sort()
+        return {
+            "chunks": stats.chunks,
+            "p50": statistics.median(latencies),
+            "p99": latencies[int(0.99 * (len(latencies) - 1))],
+            "recall": hits / (10 * len(sample)),
+            "rss_delta": after - before,
+            "ann_mib": ann.index.memory_usage / 2**20,
+            "load_s": load_s,
+            "db_mib": (store_dir / "memex.db").stat().st_size / 2**20,
+        }
+    finally:
+        await store.close()
+
+
+async def build_big(source: Path, target: Path, corpus: list[str], total: int) -> float:
+    """Builds the large store from the corpus store's vectors; returns seconds taken."""
+    src = await EmbeddedStore.open(source, DIM)
+    try:
+        _, real = queries.all_vectors(src._conn, TENANT, "chunks", DIM)
+    finally:
+        await src.close()
+    rng = np.random.default_rng(7)
+    pick = random.Random(7)
+    words = [re.findall(r"\w+", doc) for doc in corpus]
+    started = time.perf_counter()
+    store = await EmbeddedStore.open(target, DIM)
+    try:
+        for n in range(total // CHUNKS_PER_NOTE):
+            rows = rng.integers(0, len(real), CHUNKS_PER_NOTE)
+            noisy = real[rows] + NOISE * rng.standard_normal((CHUNKS_PER_NOTE, DIM)) / np.sqrt(DIM)
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+            chunks = []
+            for i in range(CHUNKS_PER_NOTE):
+                a, b = words[int(rows[i]) % len(words)], pick.choice(words)
+                text = " ".join(pick.choices(a or ["empty"], k=80) + pick.choices(b or ["x"], k=40))
+                chunks.append(
+                    Chunk(
+                        id=f"s{n}-{i}",
+                        note_id=f"s{n}",
+                        ordinal=i,
+                        text=text,
+                        heading="",
+                        start=0,
+                        end=len(text),
+                        search_text=text,
+                        vector=noisy[i],
+                    )
+                )
+            await store.upsert_note(
+                TENANT,
+                Note(
+                    id=f"s{n}",
+                    path=f"synthetic/{n}.md",
+                    title=f"Synthetic {n}",
+                    date="2024-01-01",
+                    fingerprint=str(n),
+                    chunks=tuple(chunks),
+                ),
+            )
+            if n % 200 == 0:
+                print(f"\r  building {n * CHUNKS_PER_NOTE}/{total}", end="", file=sys.stderr)
+        print("", file=sys.stderr)
+    finally:
+        await store.close()
+    return time.perf_counter() - started
+
+
+def _child(store: Path, query_file: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", str(store), str(query_file)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+async def scale_report(
+    store: Path, vectors: list[list[float]], data: Any, big: int, work: Path
+) -> None:
+    """Prints latency, recall and memory at the corpus size and at ``big`` chunks."""
+    query_file = work / "query-vectors.json"
+    payload = {"texts": list(data.queries.values()), "vectors": vectors}
+    query_file.write_text(json.dumps(payload))
+    target = work / f"big-{big}"
+    marker = target / "complete"
+    if not marker.exists():
+        corpus = [f"{title} {text}" for title, text in data.corpus.values()]
+        seconds = await build_big(store, target, corpus, big)
+        marker.write_text(f"{seconds:.0f}")
+    build_s = float(marker.read_text())
+    print("\nscale (in-process store + Searcher, vector+keyword+graph, k=10, no query embedding):")
+    print(
+        f"  {'chunks':>8}{'p50 ms':>9}{'p99 ms':>9}{'ANN recall@10':>15}{'RSS MiB':>9}"
+        f"{'HNSW MiB':>10}{'SQLite MiB':>12}{'index load s':>14}"
+    )
+    rows = [_child(store, query_file), _child(target, query_file)]
+    for r in rows:
+        print(
+            f"  {r['chunks']:>8}{r['p50']:>9.1f}{r['p99']:>9.1f}{r['recall']:>15.3f}"
+            f"{r['rss_delta']:>9.0f}{r['ann_mib']:>10.0f}{r['db_mib']:>12.0f}{r['load_s']:>14.2f}"
+        )
+    small, large = rows
+    per = (large["rss_delta"] - small["rss_delta"]) / ((large["chunks"] - small["chunks"]) / 1e5)
+    print(
+        f"  resident memory per 100k chunks (store opened cold, searched): {per:.0f} MiB; "
+        f"latency ratio {large['chunks'] // max(small['chunks'], 1)}x chunks -> "
+        f"p50 x{large['p50'] / small['p50']:.1f}"
+    )
+    print(
+        f"  the {big}-chunk set was built in {build_s:.0f}s "
+        f"({big / max(build_s, 1e-9):.0f} chunks/s, vectors given, no embedding)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--measure", nargs=2, type=Path, required=True)
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(measure(*args.measure))))

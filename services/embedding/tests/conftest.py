@@ -1,0 +1,22 @@
+"""Fixtures for the embedding service's tests: the real exported model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from memex.embedding.config import default_model_dir
+from memex.embedding.engine import OnnxEmbedder
+from memex.shared.testing import require
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The default model as `make models` prepares it."""
+    return require(default_model_dir() / "model.onnx", "run `make models`").parent
+
+
+@pytest.fixture(scope="session")
+def embedder(model_dir: Path) -> OnnxEmbedder:
+    """One loaded model shared by the tests of this session."""
+    return OnnxEmbedder(model_dir)

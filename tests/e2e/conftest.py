@@ -1,0 +1,39 @@
+"""End-to-end fixtures: real service processes on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from memex.embedding.config import default_model_dir
+from memex.shared.testing import free_port, require
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The default embedding model, as `make models` prepares it."""
+    return require(default_model_dir() / "model.onnx", "run `make models`").parent
+
+
+@pytest.fixture
+def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
+    """Environment for a private stack: its own data dir and free ports."""
+    return {
+        **os.environ,
+        "MEMEX_DATA_DIR": str(tmp_path / "data"),
+        "MEMEX_EMBEDDING_PORT": str(free_port()),
+        "MEMEX_EMBEDDING_METRICS_PORT": str(free_port()),
+        "MEMEX_START_TIMEOUT_SECONDS": "120",
+    }
+
+
+@pytest.fixture
+def memex_cli(stack_env: dict[str, str]) -> Iterator[list[str]]:
+    """The `memex` command for the private stack; the stack is stopped after the test."""
+    command = [sys.executable, "-m", "memex.cli"]
+    yield command
+    subprocess.run([*command, "down"], env=stack_env, timeout=90, check=False)
