@@ -38,6 +38,7 @@ def test_environment_is_private_and_quiet(tmp_path: Path) -> None:
     assert env["AUTHENTICATION_APIKEY_ALLOWED_KEYS"] == "k3y"
     assert env["CLUSTER_BIND_ADDR"] == "127.0.0.1"
     assert env["GO_PROFILING_DISABLE"] == "true"
+    assert len(env["CLUSTER_BASIC_AUTH_PASSWORD"]) == 64  # the internal data API is not open
     assert env["DEFAULT_VECTORIZER_MODULE"] == "none"
     assert env["ENABLE_MODULES"] == ""
 

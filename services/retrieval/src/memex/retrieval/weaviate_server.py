@@ -7,13 +7,15 @@ supervisor's SIGTERM and parent-death signal reach Weaviate directly. Either way
 API-key auth, no anonymous access, no modules (memex brings its own vectors), no telemetry, no
 profiling listener, and cluster/Raft listeners bound to 127.0.0.1.
 
-Weaviate v1.39 has no setting for the gRPC listen address: its gRPC port binds every interface.
-It still refuses any request without the API key.
+Weaviate v1.39 has no setting for the listen address of its gRPC API and of its internal cluster
+data API: both bind every interface. The first refuses any request without the API key; the
+second is closed with cluster basic auth (a secret derived from the key).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import signal
@@ -107,6 +109,10 @@ def server_env(data_dir: Path, ports: WeaviatePorts, api_key: str, host: str) ->
         "CLUSTER_DATA_BIND_PORT": str(ports.data),
         "RAFT_PORT": str(ports.raft),
         "RAFT_INTERNAL_RPC_PORT": str(ports.raft_rpc),
+        # The internal data API binds every interface and is open unless cluster basic auth is
+        # set; this single node only ever talks to itself, so a secret derived from the key.
+        "CLUSTER_BASIC_AUTH_USERNAME": "memex-node",
+        "CLUSTER_BASIC_AUTH_PASSWORD": hashlib.sha256(f"cluster:{api_key}".encode()).hexdigest(),
         "RAFT_BOOTSTRAP_EXPECT": "1",
         "RAFT_JOIN": f"memex:{ports.raft_rpc}",
         # A laptop disk is often more than 80% full; Weaviate would turn read-only at 90%.
