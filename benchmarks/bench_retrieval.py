@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -264,6 +265,7 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             proc.terminate()
         for proc in procs:
             proc.wait(60)
+        shutil.rmtree(work / f"sample-store-{os.getpid()}", ignore_errors=True)
 
     qids = sorted(data.queries)
     print("\nquality (documents ranked at their best chunk):")

@@ -12,6 +12,7 @@ import asyncio
 import json
 import random
 import re
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -112,11 +113,12 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
 
 async def build_big(source: Path, target: Path, corpus: list[str], total: int) -> float:
     """Builds the large store from the corpus store's vectors; returns seconds taken."""
-    src = await EmbeddedStore.open(source, DIM)
+    # Read-only, so this works while a retrieval service still holds the corpus store.
+    conn = sqlite3.connect(f"file:{source / 'memex.db'}?mode=ro", uri=True)
     try:
-        _, real = queries.all_vectors(src._conn, TENANT, "chunks", DIM)
+        _, real = queries.all_vectors(conn, TENANT, "chunks", DIM)
     finally:
-        await src.close()
+        conn.close()
     rng = np.random.default_rng(7)
     pick = random.Random(7)
     words = [re.findall(r"\w+", doc) for doc in corpus]
@@ -211,8 +213,25 @@ async def scale_report(
     )
 
 
+def _build_only(source: Path, beir: Path, split: str, big: int, work: Path) -> None:
+    from memex.retrieval.bench.beir import load
+
+    data = load(beir, split)
+    corpus = [f"{title} {text}" for title, text in data.corpus.values()]
+    target = work / f"big-{big}"
+    seconds = asyncio.run(build_big(source, target, corpus, big))
+    (target / "complete").write_text(f"{seconds:.0f}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--measure", nargs=2, type=Path, required=True)
+    parser.add_argument(
+        "--measure", nargs=2, type=Path, help="STORE QUERY_FILE: measure, print JSON"
+    )
+    parser.add_argument("--build", nargs=5, help="SOURCE BEIR SPLIT CHUNKS WORK: build the set")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(measure(*args.measure))))
+    if args.build:
+        src, beir, split, big, work = args.build
+        _build_only(Path(src), Path(beir), split, int(big), Path(work))
+    elif args.measure:
+        print(json.dumps(asyncio.run(measure(*args.measure))))

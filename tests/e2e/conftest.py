@@ -27,6 +27,8 @@ def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
         "MEMEX_DATA_DIR": str(tmp_path / "data"),
         "MEMEX_EMBEDDING_PORT": str(free_port()),
         "MEMEX_EMBEDDING_METRICS_PORT": str(free_port()),
+        "MEMEX_RETRIEVAL_PORT": str(free_port()),
+        "MEMEX_RETRIEVAL_METRICS_PORT": str(free_port()),
         "MEMEX_START_TIMEOUT_SECONDS": "120",
     }
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from memex.retrieval import metrics
 from memex.retrieval.embedder import Embedder
 from memex.retrieval.fusion import ChannelHit, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.indexer import MATCHER_META
@@ -149,10 +150,13 @@ class Searcher:
         started = time.perf_counter()
         vector = (await self._embedder.embed([query.text], "query"))[0]
         embedded = time.perf_counter()
+        metrics.QUERY_EMBED_SECONDS.observe(embedded - started)
         lists = await self.run_channels(query, channels, vector)
         weights = dict(self._t.weights)
         if query.observation_weight > 0:
             weights["observations"] = weights.get("observations", 1.0) * query.observation_weight
+        for channel, hits in lists.items():
+            metrics.CHANNEL_HITS.labels(channel).observe(len(hits))
         fused, seen = rrf(lists, weights, self._t.rrf_k)
         items = await self._materialize(query.tenant, fused, seen)
         today = self._today()
@@ -184,12 +188,14 @@ class Searcher:
         plain = tuple(c for c in wanted if c not in RECORD_CHANNELS)
         out: dict[str, list[Hit]] = {}
         notes = not query.filters.exclude_notes
+        clock = _Clock()
         if "vector" in channels:
             hits = await store.search_chunks_vector(tenant, vector, depth, base) if notes else []
             if plain:
                 rflt = dataclasses.replace(base, collections=plain)
                 hits = _merge(hits, await store.search_records_vector(tenant, vector, depth, rflt))
             out["vector"] = hits[:depth]
+            clock.lap("vector")
         if "keyword" in channels:
             hits = (
                 await store.search_chunks_keyword(tenant, query.text, depth, base) if notes else []
@@ -200,11 +206,14 @@ class Searcher:
                     hits, await store.search_records_keyword(tenant, query.text, depth, rflt)
                 )
             out["keyword"] = hits[:depth]
+            clock.lap("keyword")
         if "graph" in channels and notes:
             out["graph"] = await self._graph(query, vector, base, out)
+            clock.lap("graph")
         for channel, collection in RECORD_CHANNELS.items():
             if channel in channels and (not wanted or collection in wanted):
                 out[channel] = await self._records_channel(query, collection, vector, base)
+                clock.lap(channel)
         return out
 
     async def _graph(
@@ -329,6 +338,18 @@ def _record_salience(record: Record) -> float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return min(max(float(value) / 5 if value > 1 else float(value), 0.0), 1.0)
     return 0.5
+
+
+class _Clock:
+    """Observes the time since the previous lap into the channel histogram."""
+
+    def __init__(self) -> None:
+        self._last = time.perf_counter()
+
+    def lap(self, channel: str) -> None:
+        now = time.perf_counter()
+        metrics.CHANNEL_SECONDS.labels(channel).observe(now - self._last)
+        self._last = now
 
 
 def _merge(a: list[Hit], b: list[Hit]) -> list[Hit]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from memex.retrieval import metrics
 from memex.retrieval.embedder import Embedder
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.notes import (
@@ -98,6 +99,10 @@ class Indexer:
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
         await self.refresh_mentions(tenant, matcher)
         summary.seconds = time.perf_counter() - started
+        for outcome in ("added", "updated", "removed", "unchanged"):
+            metrics.NOTES_INDEXED.labels(outcome).inc(getattr(summary, outcome))
+        metrics.NOTES_INDEXED.labels("skipped").inc(len(summary.skipped))
+        metrics.CHUNKS_EMBEDDED.inc(summary.chunks_embedded)
         return summary
 
     # -- records -------------------------------------------------------------------------------

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from memex.retrieval.store.base import (
     StoreStats,
     Vector,
 )
-from memex.retrieval.store.embedded import queries
+from memex.retrieval.store.embedded import queries, record_queries
 from memex.retrieval.store.embedded.ann import AnnIndex
 from memex.retrieval.store.embedded.schema import connect, is_trivial
 from memex.retrieval.store.filters import apply_query
@@ -119,6 +120,18 @@ class EmbeddedStore:
         self._ann[key] = ann
         return ann
 
+    @contextlib.contextmanager
+    def _derived(self, tenant: str, kind: str) -> Iterator[None]:
+        """Around an ANN update that follows a commit: if it fails, the in-memory index is dropped
+        (and its file invalidated), so the next use rebuilds it from SQLite, never trusting it."""
+        try:
+            yield
+        except BaseException:
+            ann = self._ann.pop((tenant, kind), None)
+            if ann is not None:
+                ann.invalidate()
+            raise
+
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Runs ``fn`` in one IMMEDIATE transaction (committed, hence durable, on return)."""
         self._conn.execute("BEGIN IMMEDIATE")
@@ -138,9 +151,10 @@ class EmbeddedStore:
         def work() -> None:
             ann = self._index(tenant, CHUNKS)
             old, new = self._write(lambda c: queries.replace_note(c, tenant, note, vectors))
-            ann.remove(old)
-            if new:
-                ann.add(np.asarray(new, dtype=np.uint64), np.stack(vectors))
+            with self._derived(tenant, CHUNKS):
+                ann.remove(old)
+                if new:
+                    ann.add(np.asarray(new, dtype=np.uint64), np.stack(vectors))
 
         await self._run(work)
 
@@ -150,7 +164,8 @@ class EmbeddedStore:
         def work() -> int:
             ann = self._index(tenant, CHUNKS)
             count, old = self._write(lambda c: queries.delete_notes(c, tenant, list(note_ids)))
-            ann.remove(old)
+            with self._derived(tenant, CHUNKS):
+                ann.remove(old)
             return count
 
         return await self._run(work)
@@ -196,12 +211,13 @@ class EmbeddedStore:
         def work() -> int:
             ann = self._index(tenant, RECORDS)
             old, added = self._write(
-                lambda c: queries.upsert_records(c, tenant, list(records), vectors)
+                lambda c: record_queries.upsert_records(c, tenant, list(records), vectors)
             )
-            ann.remove(old)
-            if added:
-                keys = np.asarray([k for k, _ in added], dtype=np.uint64)
-                ann.add(keys, np.stack([v for _, v in added]))
+            with self._derived(tenant, RECORDS):
+                ann.remove(old)
+                if added:
+                    keys = np.asarray([k for k, _ in added], dtype=np.uint64)
+                    ann.add(keys, np.stack([v for _, v in added]))
             return len(records)
 
         return await self._run(work)
@@ -212,20 +228,21 @@ class EmbeddedStore:
         def work() -> int:
             ann = self._index(tenant, RECORDS)
             count, old = self._write(
-                lambda c: queries.delete_records(c, tenant, collection, list(ids))
+                lambda c: record_queries.delete_records(c, tenant, collection, list(ids))
             )
-            ann.remove(old)
+            with self._derived(tenant, RECORDS):
+                ann.remove(old)
             return count
 
         return await self._run(work)
 
     async def record_sources(self, tenant: str) -> dict[str, set[str]]:
         """See ``Store.record_sources``."""
-        return await self._run(lambda: queries.record_sources(self._conn, tenant))
+        return await self._run(lambda: record_queries.record_sources(self._conn, tenant))
 
     async def get_records(self, tenant: str, refs: Sequence[str]) -> dict[str, Record]:
         """See ``Store.get_records``."""
-        return await self._run(lambda: queries.get_records(self._conn, tenant, list(refs)))
+        return await self._run(lambda: record_queries.get_records(self._conn, tenant, list(refs)))
 
     async def query_records(
         self,
@@ -237,12 +254,14 @@ class EmbeddedStore:
     ) -> list[Record]:
         """See ``Store.query_records``: a collection scan evaluated by ``filters.matches``
         (personal-scale collections; no query text is ever built from field names)."""
-        rows = await self._run(lambda: queries.collection_records(self._conn, tenant, collection))
+        rows = await self._run(
+            lambda: record_queries.collection_records(self._conn, tenant, collection)
+        )
         return apply_query(rows, conditions, sort, limit)
 
     async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
         """See ``Store.records_about``."""
-        return await self._run(lambda: queries.records_about(self._conn, tenant, entity_id))
+        return await self._run(lambda: record_queries.records_about(self._conn, tenant, entity_id))
 
     # -- search --------------------------------------------------------------------------------
     def _vector_search(
@@ -312,9 +331,9 @@ class EmbeddedStore:
                 RECORDS,
                 query,
                 k,
-                lambda: queries.record_candidates(self._conn, tenant, flt),
+                lambda: record_queries.record_candidates(self._conn, tenant, flt),
             )
-            refs = queries.record_refs_by_rowid(self._conn, [key for key, _ in found])
+            refs = record_queries.record_refs_by_rowid(self._conn, [key for key, _ in found])
             return _hits((refs[key], score) for key, score in found if key in refs)[:k]
 
         return await self._run(work)
@@ -325,7 +344,9 @@ class EmbeddedStore:
         """See ``Store.search_records_keyword``."""
         if not flt.collections:
             return []
-        return await self._run(lambda: queries.keyword_records(self._conn, tenant, query, k, flt))
+        return await self._run(
+            lambda: record_queries.keyword_records(self._conn, tenant, query, k, flt)
+        )
 
     # -- metadata ------------------------------------------------------------------------------
     async def get_meta(self, tenant: str, key: str) -> str | None:

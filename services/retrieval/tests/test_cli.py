@@ -1,0 +1,65 @@
+"""`memex index` and `memex search --explain` against a running retrieval service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from memex.retrieval.config import RetrievalSettings
+from memex.retrieval.server import build
+from memex.shared.testing import serving
+
+
+async def _memex(port: int, *args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "MEMEX_RETRIEVAL_PORT": str(port)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memex.cli",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    return int(proc.returncode or 0), out.decode(), err.decode()
+
+
+@pytest.mark.slow
+async def test_index_then_search_explain(
+    retrieval_settings: RetrievalSettings, vault: Path, tmp_path: Path
+) -> None:
+    async with serving(build(retrieval_settings)) as running:
+        code, out, _ = await _memex(running.port, "index", str(vault), "--json")
+        assert code == 0
+        summary = json.loads(out)
+        assert summary["added"] == 5
+        assert {"path": "bin.md", "reason": "binary file"} in summary["skipped"]
+
+        code, out, _ = await _memex(running.port, "index", str(vault))
+        assert code == 0
+        assert "0 added, 0 updated, 0 removed, 5 unchanged" in out
+
+        code, out, _ = await _memex(running.port, "search", "grilled sardines", "--explain")
+        assert code == 0
+        assert "[[2024-03-02]]" in out
+        assert "channels: vector #" in out
+        assert "x recency" in out
+        assert "x salience" in out
+
+        code, _, err = await _memex(running.port, "index", str(tmp_path / "nope"))
+        assert code == 2
+        assert "does not exist" in err
+        code, _, err = await _memex(running.port, "search", "x", "--since", "last week")
+        assert code == 2
+        assert "YYYY-MM-DD" in err
+
+
+async def test_search_without_a_service_says_how_to_start_it(tmp_path: Path) -> None:
+    code, _, err = await _memex(1, "search", "anything")
+    assert code == 3
+    assert "memex up" in err
