@@ -12,7 +12,7 @@ search asking for more returns at most ``MAX_K``; listings use the cursor API an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memex.retrieval.store import weaviate_codec as codec
 from memex.retrieval.store.base import (
@@ -271,7 +271,7 @@ class WeaviateStore(WeaviateCollections):
         query = codec.check_vector(vector, self.dimension, "the query vector")
         name = await self._readable(tenant)
         records = kind == "record"
-        if name is None or k <= 0 or _matches_nothing(flt, records=records):
+        if name is None or k <= 0 or codec.matches_nothing(flt, records=records):
             return []
         reply = await self._col(kind, name).query.near_vector(
             query,
@@ -285,7 +285,7 @@ class WeaviateStore(WeaviateCollections):
             Hit(str(o.properties[key]), 1.0 - float(o.metadata.distance or 0.0))
             for o in reply.objects
         ]
-        return _top(hits, k)
+        return codec.top_hits(hits, k)
 
     async def _keyword(
         self, kind: str, tenant: str, query: str, k: int, flt: SearchFilter, key: str, prop: str
@@ -293,7 +293,7 @@ class WeaviateStore(WeaviateCollections):
         words = codec.query_words(query)
         name = await self._readable(tenant)
         records = kind == "record"
-        if name is None or not words or k <= 0 or _matches_nothing(flt, records=records):
+        if name is None or not words or k <= 0 or codec.matches_nothing(flt, records=records):
             return []
         reply = await self._col(kind, name).query.bm25(
             " ".join(words),
@@ -304,7 +304,7 @@ class WeaviateStore(WeaviateCollections):
             return_properties=[key],
         )
         hits = [Hit(str(o.properties[key]), float(o.metadata.score or 0.0)) for o in reply.objects]
-        return _top([h for h in hits if h.score > 0], k)
+        return codec.top_hits([h for h in hits if h.score > 0], k)
 
     @mapped_errors
     async def search_chunks_vector(
@@ -340,7 +340,7 @@ class WeaviateStore(WeaviateCollections):
     ) -> list[Hit]:
         """Chunks mentioning the entities: more entities first, then newer, then by id."""
         name = await self._readable(tenant)
-        if name is None or not entity_ids or k <= 0 or _matches_nothing(flt, records=False):
+        if name is None or not entity_ids or k <= 0 or codec.matches_nothing(flt, records=False):
             return []
         where = codec.any_of("mentions", sorted(set(entity_ids)))
         extra = codec.search_filter(flt, records=False)
@@ -387,29 +387,9 @@ class WeaviateStore(WeaviateCollections):
             notes=notes.total_count or 0,
             chunks=chunks.total_count or 0,
             records=records.total_count or 0,
-            links=_sum(notes.properties.get("link_count")),
-            mentions=_sum(chunks.properties.get("mention_count")),
+            links=codec.metric_sum(notes.properties.get("link_count")),
+            mentions=codec.metric_sum(chunks.properties.get("mention_count")),
         )
-
-
-def _sum(metric: Any) -> int:
-    return int(getattr(metric, "sum_", 0) or 0)
-
-
-def _matches_nothing(flt: SearchFilter, *, records: bool) -> bool:
-    """Searches that cannot match: no collections for records, an empty note set for chunks."""
-    if records:
-        return not flt.collections
-    return flt.note_ids is not None and not flt.note_ids
-
-
-def _top(hits: list[Hit], k: int) -> list[Hit]:
-    """Descending score, ties by ascending id, one hit per id, at most k."""
-    best: dict[str, Hit] = {}
-    for hit in hits:
-        if hit.id not in best or hit.score > best[hit.id].score:
-            best[hit.id] = hit
-    return sorted(best.values(), key=lambda h: (-h.score, h.id))[:k]
 
 
 async def open_weaviate_store(settings: RetrievalSettings, dimension: int) -> WeaviateStore:

@@ -11,6 +11,7 @@ from typing import Any
 from memex.retrieval.store.base import (
     Chunk,
     ChunkView,
+    Hit,
     Link,
     Note,
     NoteMeta,
@@ -226,3 +227,24 @@ def any_of(prop: str, values: Sequence[str]) -> _Filters:
 def meta_object(key: str, value: str) -> DataObject[Props, None]:
     """A per-tenant key/value pair."""
     return DataObject(uuid=uuid_of("meta", key), properties={"key": key, "value": value})
+
+
+def metric_sum(metric: Any) -> int:
+    """The ``sum_`` of an aggregate integer metric (0 when absent)."""
+    return int(getattr(metric, "sum_", 0) or 0)
+
+
+def matches_nothing(flt: SearchFilter, *, records: bool) -> bool:
+    """Searches that cannot match: no collections for records, an empty note set for chunks."""
+    if records:
+        return not flt.collections
+    return flt.note_ids is not None and not flt.note_ids
+
+
+def top_hits(hits: list[Hit], k: int) -> list[Hit]:
+    """Descending score, ties by ascending id, one hit per id, at most k."""
+    best: dict[str, Hit] = {}
+    for hit in hits:
+        if hit.id not in best or hit.score > best[hit.id].score:
+            best[hit.id] = hit
+    return sorted(best.values(), key=lambda h: (-h.score, h.id))[:k]
