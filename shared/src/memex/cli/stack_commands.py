@@ -12,10 +12,9 @@ import sys
 import time
 from typing import Any
 
-from memex.shared.health import check
 from memex.shared.logs import configure_logging
 from memex.shared.stack import StackSettings, stack_services
-from memex.shared.supervisor import Supervisor, read_state
+from memex.shared.supervisor import Supervisor, probe, read_state
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -28,6 +27,10 @@ def _print(message: str) -> None:
 
 def up(args: argparse.Namespace, settings: StackSettings) -> int:
     """Starts the supervisor in the background and waits until every service is healthy."""
+    if getattr(args, "store", None):
+        # The background supervisor parses its settings from the environment it inherits.
+        os.environ["MEMEX_STORE"] = args.store
+        settings = settings.model_copy(update={"store": args.store})
     if args.foreground:
         return supervise(args, settings)
     state = read_state(settings)
@@ -90,16 +93,16 @@ def down(args: argparse.Namespace, settings: StackSettings) -> int:
 def status(args: argparse.Namespace, settings: StackSettings) -> int:
     """Shows each service's live health; exit 3 when the stack is not running."""
     state = read_state(settings)
+    if state is not None and state.get("store") in ("embedded", "weaviate"):
+        settings = settings.model_copy(update={"store": state["store"]})  # what `up` was given
     services = {s.name: s for s in stack_services(settings)}
 
-    async def probe() -> dict[str, str]:
+    async def probe_all() -> dict[str, str]:
         names = list(services)
-        results = await asyncio.gather(
-            *(check(services[n].address, services[n].health_service) for n in names)
-        )
+        results = await asyncio.gather(*(probe(services[n]) for n in names))
         return dict(zip(names, results, strict=True))
 
-    live = asyncio.run(probe())
+    live = asyncio.run(probe_all())
     known = (state or {}).get("services", {})
     report: dict[str, dict[str, Any]] = {
         name: {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
+import urllib.request
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -22,6 +24,22 @@ async def check(address: str, service: str = "", timeout: float = 1.0) -> str:
         except grpc.aio.AioRpcError as exc:
             return "UNREACHABLE" if exc.code() != grpc.StatusCode.NOT_FOUND else "SERVICE_UNKNOWN"
         return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+
+async def check_http(url: str, timeout: float = 1.0) -> str:
+    """The health of a non-gRPC process (e.g. Weaviate) from its HTTP readiness probe:
+    SERVING on 2xx, NOT_SERVING on another status, UNREACHABLE when nothing answers."""
+
+    def get() -> str:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as reply:
+                return "SERVING" if 200 <= int(reply.status) < 300 else "NOT_SERVING"
+        except urllib.error.HTTPError:
+            return "NOT_SERVING"
+        except (urllib.error.URLError, OSError, ValueError):
+            return "UNREACHABLE"
+
+    return await asyncio.to_thread(get)
 
 
 async def wait_until_serving(address: str, service: str = "", timeout: float = 60.0) -> None:

@@ -6,8 +6,11 @@ One place turns the stack settings (``MEMEX_...``) into each service's own envir
 
 from __future__ import annotations
 
+import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -29,6 +32,11 @@ class StackSettings(BaseSettings):
     retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
     reasoner_metrics_port: int = Field(9153, ge=1, le=65535, description="Reasoner /metrics.")
+    store: Literal["embedded", "weaviate"] = Field(
+        "embedded", description="Retrieval backend; weaviate also runs a Weaviate server."
+    )
+    weaviate_http_port: int = Field(8079, ge=1, le=65535, description="Weaviate REST port.")
+    weaviate_grpc_port: int = Field(50059, ge=1, le=65535, description="Weaviate gRPC port.")
     start_timeout_seconds: float = Field(
         180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
     )
@@ -50,6 +58,22 @@ class StackSettings(BaseSettings):
     def orchestrator_addr(self) -> str:
         """Address of the orchestrator."""
         return f"{self.host}:{self.orchestrator_port}"
+
+    @property
+    def weaviate_dir(self) -> Path:
+        """Weaviate's data (and its API key file) when the stack runs it."""
+        return self.data_dir / "weaviate"
+
+    def weaviate_api_key(self) -> str:
+        """The stack's Weaviate API key: made once, kept owner-only in the data dir, so the
+        server and the retrieval service agree across restarts."""
+        path = self.weaviate_dir / "api-key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32))
+        return path.read_text().strip()
 
     @property
     def embedding_addr(self) -> str:
@@ -76,11 +100,48 @@ class ServiceDef:
     address: str
     health_service: str
     env: dict[str, str] = field(default_factory=dict)
+    health_url: str | None = None
+    """Set for a non-gRPC process (Weaviate): healthy when this URL answers 2xx."""
+
+
+def weaviate_service(settings: StackSettings) -> ServiceDef:
+    """The Weaviate server (`make weaviate` builds it); its health is its readiness probe."""
+    host, port = settings.host, settings.weaviate_http_port
+    return ServiceDef(
+        name="weaviate",
+        module="memex.retrieval.weaviate_server",
+        address=f"{host}:{port}",
+        health_service="",
+        health_url=f"http://{host}:{port}/v1/.well-known/ready",
+        env={
+            "MEMEX_WEAVIATE_HOST": host,
+            "MEMEX_WEAVIATE_HTTP_PORT": str(port),
+            "MEMEX_WEAVIATE_GRPC_PORT": str(settings.weaviate_grpc_port),
+            "MEMEX_WEAVIATE_DATA_DIR": str(settings.weaviate_dir / "data"),
+            "MEMEX_WEAVIATE_API_KEY": settings.weaviate_api_key(),
+        },
+    )
+
+
+def retrieval_store_env(settings: StackSettings) -> dict[str, str]:
+    """The retrieval service's backend settings (``MEMEX_RETRIEVAL_STORE`` and, for Weaviate,
+    where it runs and its key)."""
+    if settings.store != "weaviate":
+        return {"MEMEX_RETRIEVAL_STORE": settings.store}
+    return {
+        "MEMEX_RETRIEVAL_STORE": "weaviate",
+        "MEMEX_RETRIEVAL_WEAVIATE_HOST": settings.host,
+        "MEMEX_RETRIEVAL_WEAVIATE_HTTP_PORT": str(settings.weaviate_http_port),
+        "MEMEX_RETRIEVAL_WEAVIATE_GRPC_PORT": str(settings.weaviate_grpc_port),
+        "MEMEX_RETRIEVAL_WEAVIATE_API_KEY": settings.weaviate_api_key(),
+    }
 
 
 def stack_services(settings: StackSettings) -> list[ServiceDef]:
     """The services in start order (a service starts after those it calls)."""
+    stores = [weaviate_service(settings)] if settings.store == "weaviate" else []
     return [
+        *stores,
         ServiceDef(
             name="embedding",
             module="memex.embedding",
@@ -103,6 +164,7 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
                 "MEMEX_RETRIEVAL_METRICS_PORT": str(settings.retrieval_metrics_port),
                 "MEMEX_RETRIEVAL_EMBEDDING_ADDR": settings.embedding_addr,
                 "MEMEX_RETRIEVAL_STORE_DIR": str(settings.data_dir / "retrieval"),
+                **retrieval_store_env(settings),
             },
         ),
         # Its engine and model come from the MEMEX_REASONER_* variables the stack inherits.

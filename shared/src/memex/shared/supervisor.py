@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from memex.shared.health import check
+from memex.shared.health import check, check_http
 from memex.shared.stack import ServiceDef, StackSettings, stack_services
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,13 @@ class _Child:
     restarts: int = 0
     backoff: float = 0.5
     status: str = "STARTING"
+
+
+async def probe(spec: ServiceDef) -> str:
+    """A service's health: its gRPC health service, or its HTTP probe for non-gRPC processes."""
+    if spec.health_url is not None:
+        return await check_http(spec.health_url)
+    return await check(spec.address, spec.health_service)
 
 
 def state_path(settings: StackSettings) -> Path:
@@ -146,7 +153,7 @@ class Supervisor:
                 )
                 child.status = "EXITED"
                 return False
-            child.status = await check(child.spec.address, child.spec.health_service)
+            child.status = await probe(child.spec)
             if child.status == "SERVING":
                 self._write_state()
                 return True
@@ -179,7 +186,7 @@ class Supervisor:
                 await self._spawn(child)
             for child in self._children:
                 if child.status != "SERVING":
-                    status = await check(child.spec.address, child.spec.health_service)
+                    status = await probe(child.spec)
                     if status != child.status:
                         child.status = status
                         self._write_state()
@@ -208,6 +215,7 @@ class Supervisor:
         state = {
             "pid": os.getpid(),
             "state": self._phase,
+            "store": self._settings.store,
             "log_dir": str(self._settings.log_dir),
             "services": {
                 c.spec.name: {

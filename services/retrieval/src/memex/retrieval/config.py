@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from memex.shared.settings import ServiceSettings, default_data_dir
@@ -87,3 +87,17 @@ class RetrievalSettings(ServiceSettings):
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
     )
     embed_batch: int = Field(32, gt=0, description="Chunks sent in one Embed call.")
+    weaviate_host: str = Field(
+        "127.0.0.1", description="Weaviate host (REST and gRPC), when store is weaviate."
+    )
+    weaviate_http_port: int = Field(8079, ge=1, le=65535, description="Weaviate REST port.")
+    weaviate_grpc_port: int = Field(50059, ge=1, le=65535, description="Weaviate gRPC port.")
+    weaviate_api_key: SecretStr | None = Field(
+        None, description="API key of the Weaviate server (`memex up` generates and passes one)."
+    )
+    weaviate_collection_prefix: str = Field(
+        "Memex", description="Prefix of memex's Weaviate collections (lets installs share one)."
+    )
+    weaviate_timeout_seconds: float = Field(
+        60.0, gt=0, description="Timeout of one Weaviate query (writes get twice as long)."
+    )

@@ -1,0 +1,411 @@
+"""The Weaviate backend of ``store.base.Store``, through the weaviate-client v4 async API.
+
+The schema (collections, tenants, tokenization, HNSW) is in ``weaviate_schema``; value
+translation in ``weaviate_codec``. Weaviate has no transactions, so a note is written in an
+order that keeps ``note_fingerprints`` honest (see ``upsert_note``), and deletes remove chunks
+before the note that lists them, so an interrupted delete is repeated, never forgotten.
+
+Weaviate answers at most ``QUERY_MAXIMUM_RESULTS`` (10,000 by default) hits per query, so a
+search asking for more returns at most ``MAX_K``; listings use the cursor API and have no cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from weaviate.classes.query import Filter, MetadataQuery
+from weaviate.collections.classes.aggregate import Metrics
+
+from memex.retrieval.store import weaviate_codec as codec
+from memex.retrieval.store.base import (
+    ChunkView,
+    Condition,
+    Hit,
+    Note,
+    NoteMeta,
+    Record,
+    SearchFilter,
+    Sort,
+    StoreStats,
+    Vector,
+)
+from memex.retrieval.store.filters import apply_query
+from memex.retrieval.store.weaviate_base import (
+    ID_BATCH,
+    MAX_RESULTS,
+    WeaviateCollections,
+    mapped_errors,
+)
+from memex.retrieval.store.weaviate_schema import VECTOR, uuid_of
+from memex.shared.errors import FailedPrecondition
+
+if TYPE_CHECKING:
+    from memex.retrieval.config import RetrievalSettings
+
+TIE_SLACK = 10  # extra hits fetched so equal scores at the k-th place break by id, as specified
+MAX_K = MAX_RESULTS - TIE_SLACK  # Weaviate answers at most QUERY_MAXIMUM_RESULTS hits per query
+
+
+class WeaviateStore(WeaviateCollections):
+    """Memory kept in a Weaviate server, one Weaviate tenant per memex tenant."""
+
+    # -- notes -------------------------------------------------------------------------------
+    @mapped_errors
+    async def upsert_note(self, tenant: str, note: Note) -> None:
+        """Note with an empty fingerprint first (a crash from here on makes the indexer redo
+        the note), then the chunks, then the old chunks not in this version go, and the real
+        fingerprint is written last."""
+        chunks = [codec.chunk_object(note, c, self.dimension) for c in note.chunks]
+        name = await self._writable(tenant)
+        notes, chunk_col = self._col("note", name), self._col("chunk", name)
+        await self._insert(notes, [codec.note_object(note, "")])
+        await self._insert(chunk_col, chunks)
+        stale = Filter.by_property("note_id").equal(note.id)
+        if note.chunks:
+            keep = [c.id for c in note.chunks]
+            stale = stale & Filter.by_property("chunk_id").contains_none(keep)
+        await self._delete(chunk_col, stale)
+        await self._insert(notes, [codec.note_object(note, note.fingerprint)])
+
+    @mapped_errors
+    async def delete_notes(self, tenant: str, note_ids: Sequence[str]) -> int:
+        """Chunks first, then the notes (whose links go with them)."""
+        name = await self._readable(tenant)
+        if name is None or not note_ids:
+            return 0
+        notes = self._col("note", name)
+        existing = await self._fetch_ids(notes, "note_id", note_ids, ["note_id"])
+        for start in range(0, len(note_ids), ID_BATCH):
+            part = list(note_ids[start : start + ID_BATCH])
+            await self._delete(self._col("chunk", name), codec.any_of("note_id", part))
+            await self._delete(notes, codec.any_of("note_id", part))
+        return len(existing)
+
+    @mapped_errors
+    async def note_fingerprints(self, tenant: str) -> dict[str, tuple[str, str]]:
+        """``{path: (note_id, fingerprint)}`` of every note, by a cursor over the tenant."""
+        name = await self._readable(tenant)
+        if name is None:
+            return {}
+        props = ["path", "note_id", "fingerprint"]
+        return {
+            str(p["path"]): (str(p["note_id"]), str(p.get("fingerprint") or ""))
+            async for p in self._scan(self._col("note", name), props)
+        }
+
+    @mapped_errors
+    async def get_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, NoteMeta]:
+        """Metadata of the notes that exist."""
+        name = await self._readable(tenant)
+        if name is None:
+            return {}
+        rows = await self._fetch_ids(self._col("note", name), "note_id", note_ids, codec.NOTE_PROPS)
+        return {m.id: m for m in map(codec.note_meta, rows)}
+
+    @mapped_errors
+    async def notes_by_key(self, tenant: str, keys: Sequence[str]) -> dict[str, list[NoteMeta]]:
+        """Notes by link key, each list ordered by path."""
+        name = await self._readable(tenant)
+        if name is None or not keys:
+            return {}
+        props = [*codec.NOTE_PROPS, "keys"]
+        rows = await self._fetch_ids(self._col("note", name), "keys", keys, props)
+        wanted, out = set(keys), dict[str, list[NoteMeta]]()
+        for row in sorted(rows, key=lambda r: str(r["path"])):
+            for key in set(row.get("keys") or ()) & wanted:
+                out.setdefault(key, []).append(codec.note_meta(row))
+        return out
+
+    @mapped_errors
+    async def notes_for_records(self, tenant: str, refs: Sequence[str]) -> dict[str, NoteMeta]:
+        """For each record ref, the note (smallest path) standing for it."""
+        name = await self._readable(tenant)
+        if name is None or not refs:
+            return {}
+        rows = await self._fetch_ids(self._col("note", name), "record_keys", refs, codec.NOTE_PROPS)
+        wanted, out = set(refs), dict[str, NoteMeta]()
+        for row in sorted(rows, key=lambda r: str(r["path"])):
+            for ref in set(row.get("record_keys") or ()) & wanted:
+                out.setdefault(ref, codec.note_meta(row))
+        return out
+
+    @mapped_errors
+    async def linked_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, set[str]]:
+        """Outgoing links resolved through ``keys``, plus notes whose links name our keys."""
+        name = await self._readable(tenant)
+        if name is None or not note_ids:
+            return {}
+        notes = self._col("note", name)
+        given = await self._fetch_ids(notes, "note_id", note_ids, ["note_id", "keys", "link_keys"])
+        targets = {k for row in given for k in row.get("link_keys") or ()}
+        own_keys = {k for row in given for k in row.get("keys") or ()}
+        props = ["note_id", "keys", "link_keys"]
+        linked_to = await self._fetch_ids(notes, "keys", targets, props) if targets else []
+        linking = await self._fetch_ids(notes, "link_keys", own_keys, props) if own_keys else []
+        out: dict[str, set[str]] = {}
+        for row in given:
+            me, mine = str(row["note_id"]), set(row.get("keys") or ())
+            links = set(row.get("link_keys") or ())
+            found = {str(o["note_id"]) for o in linked_to if links & set(o.get("keys") or ())}
+            found |= {str(o["note_id"]) for o in linking if mine & set(o.get("link_keys") or ())}
+            out[me] = found - {me}
+        return out
+
+    @mapped_errors
+    async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
+        """Chunks joined with their notes' metadata."""
+        name = await self._readable(tenant)
+        if name is None or not chunk_ids:
+            return {}
+        props = [*codec.CHUNK_PROPS, "mentions"]
+        rows = await self._fetch_ids(self._col("chunk", name), "chunk_id", chunk_ids, props)
+        notes = await self.get_notes(tenant, sorted({str(r["note_id"]) for r in rows}))
+        return {
+            str(r["chunk_id"]): codec.chunk_view(r, notes[str(r["note_id"])])
+            for r in rows
+            if str(r["note_id"]) in notes
+        }
+
+    @mapped_errors
+    async def set_entity_mentions(
+        self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
+    ) -> None:
+        """Adds the entity to the given chunks and removes it from every other chunk."""
+        name = await self._writable(tenant)
+        col = self._col("chunk", name)
+        props = ["chunk_id", "mentions"]
+        current = await self._fetch(col, codec.any_of("mentions", [entity_id]), props)
+        wanted = await self._fetch_ids(col, "chunk_id", chunk_ids, props) if chunk_ids else []
+        keep = {str(r["chunk_id"]) for r in wanted}
+        for row in [*current, *wanted]:
+            mentions = set(row.get("mentions") or ())
+            new = mentions | {entity_id} if row["chunk_id"] in keep else mentions - {entity_id}
+            if new != mentions:
+                await col.data.update(
+                    uuid=uuid_of("chunk", str(row["chunk_id"])),
+                    properties={"mentions": sorted(new), "mention_count": len(new)},
+                )
+
+    # -- records -----------------------------------------------------------------------------
+    @mapped_errors
+    async def upsert_records(self, tenant: str, records: Sequence[Record]) -> int:
+        """Creates or replaces records by ``collection:id``."""
+        objects = [codec.record_object(r, self.dimension) for r in records]
+        if not objects:
+            return 0
+        await self._insert(self._col("record", await self._writable(tenant)), objects)
+        return len(objects)
+
+    @mapped_errors
+    async def delete_records(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
+        """Deletes records by id; returns how many existed."""
+        name = await self._readable(tenant)
+        if name is None or not ids:
+            return 0
+        refs = [f"{collection}:{i}" for i in ids]
+        deleted = 0
+        for start in range(0, len(refs), ID_BATCH):
+            part = refs[start : start + ID_BATCH]
+            deleted += await self._delete(self._col("record", name), codec.any_of("ref", part))
+        return deleted
+
+    @mapped_errors
+    async def record_sources(self, tenant: str) -> dict[str, set[str]]:
+        """``{source: {ref, ...}}`` by a cursor over the tenant's records."""
+        name = await self._readable(tenant)
+        out: dict[str, set[str]] = {}
+        if name is not None:
+            async for row in self._scan(self._col("record", name), ["source", "ref"]):
+                out.setdefault(str(row["source"]), set()).add(str(row["ref"]))
+        return out
+
+    @mapped_errors
+    async def get_records(self, tenant: str, refs: Sequence[str]) -> dict[str, Record]:
+        """Records by ``collection:id``."""
+        name = await self._readable(tenant)
+        if name is None or not refs:
+            return {}
+        rows = await self._fetch_ids(self._col("record", name), "ref", refs, codec.RECORD_PROPS)
+        return {r.ref: r for r in map(codec.record_from, rows)}
+
+    @mapped_errors
+    async def query_records(
+        self,
+        tenant: str,
+        collection: str,
+        conditions: Sequence[Condition],
+        sort: Sort | None,
+        limit: int,
+    ) -> list[Record]:
+        """The collection's records, filtered and sorted by ``filters.apply_query``: the filter
+        language reaches into JSON fields, which Weaviate cannot index, so it runs here on the
+        records of one collection (fetched by a bound filter, never a built query string)."""
+        name = await self._readable(tenant)
+        if name is None:
+            return []
+        col = self._col("record", name)
+        where = Filter.by_property("collection").equal(collection)
+        rows = await self._fetch(col, where, codec.RECORD_PROPS)
+        if len(rows) >= MAX_RESULTS:  # more than one filtered query may return: use the cursor
+            rows = [
+                r
+                async for r in self._scan(col, codec.RECORD_PROPS)
+                if r.get("collection") == collection
+            ]
+        return apply_query([codec.record_from(r) for r in rows], conditions, sort, limit)
+
+    @mapped_errors
+    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
+        """Records referring to the entity, by collection then id."""
+        name = await self._readable(tenant)
+        if name is None:
+            return []
+        where = codec.any_of("entity_refs", [entity_id])
+        rows = await self._fetch(self._col("record", name), where, codec.RECORD_PROPS)
+        return sorted(map(codec.record_from, rows), key=lambda r: (r.collection, r.id))
+
+    # -- search channels ---------------------------------------------------------------------
+    async def _vector(
+        self, kind: str, tenant: str, vector: Vector, k: int, flt: SearchFilter, key: str
+    ) -> list[Hit]:
+        query = codec.check_vector(vector, self.dimension, "the query vector")
+        name = await self._readable(tenant)
+        records = kind == "record"
+        if name is None or k <= 0 or codec.matches_nothing(flt, records=records):
+            return []
+        reply = await self._col(kind, name).query.near_vector(
+            query,
+            target_vector=VECTOR,
+            limit=min(k, MAX_K) + TIE_SLACK,
+            filters=codec.search_filter(flt, records=records),
+            return_metadata=MetadataQuery(distance=True),
+            return_properties=[key],
+        )
+        hits = [
+            Hit(str(o.properties[key]), 1.0 - float(o.metadata.distance or 0.0))
+            for o in reply.objects
+        ]
+        return codec.top_hits(hits, k)
+
+    async def _keyword(
+        self, kind: str, tenant: str, query: str, k: int, flt: SearchFilter, key: str, prop: str
+    ) -> list[Hit]:
+        words = codec.query_words(query)
+        name = await self._readable(tenant)
+        records = kind == "record"
+        if name is None or not words or k <= 0 or codec.matches_nothing(flt, records=records):
+            return []
+        reply = await self._col(kind, name).query.bm25(
+            " ".join(words),
+            query_properties=[prop],
+            limit=min(k, MAX_K) + TIE_SLACK,
+            filters=codec.search_filter(flt, records=records),
+            return_metadata=MetadataQuery(score=True),
+            return_properties=[key],
+        )
+        hits = [Hit(str(o.properties[key]), float(o.metadata.score or 0.0)) for o in reply.objects]
+        return codec.top_hits([h for h in hits if h.score > 0], k)
+
+    @mapped_errors
+    async def search_chunks_vector(
+        self, tenant: str, vector: Vector, k: int, flt: SearchFilter
+    ) -> list[Hit]:
+        """HNSW nearest chunks (cosine), pre-filtered."""
+        return await self._vector("chunk", tenant, vector, k, flt, "chunk_id")
+
+    @mapped_errors
+    async def search_chunks_keyword(
+        self, tenant: str, query: str, k: int, flt: SearchFilter
+    ) -> list[Hit]:
+        """BM25 over the chunks' search text, pre-filtered."""
+        return await self._keyword("chunk", tenant, query, k, flt, "chunk_id", "search_text")
+
+    @mapped_errors
+    async def search_records_vector(
+        self, tenant: str, vector: Vector, k: int, flt: SearchFilter
+    ) -> list[Hit]:
+        """HNSW nearest records of ``flt.collections``."""
+        return await self._vector("record", tenant, vector, k, flt, "ref")
+
+    @mapped_errors
+    async def search_records_keyword(
+        self, tenant: str, query: str, k: int, flt: SearchFilter
+    ) -> list[Hit]:
+        """BM25 over records' text in ``flt.collections``."""
+        return await self._keyword("record", tenant, query, k, flt, "ref", "text")
+
+    @mapped_errors
+    async def chunks_mentioning(
+        self, tenant: str, entity_ids: Sequence[str], k: int, flt: SearchFilter
+    ) -> list[Hit]:
+        """Chunks mentioning the entities: more entities first, then newer, then by id."""
+        name = await self._readable(tenant)
+        if name is None or not entity_ids or k <= 0 or codec.matches_nothing(flt, records=False):
+            return []
+        where = codec.any_of("mentions", sorted(set(entity_ids)))
+        extra = codec.search_filter(flt, records=False)
+        where = where if extra is None else where & extra
+        rows = await self._fetch(self._col("chunk", name), where, ["chunk_id", "mentions", "day"])
+        wanted = set(entity_ids)
+        scored = [
+            (len(wanted & set(r.get("mentions") or ())), int(r.get("day") or 0), str(r["chunk_id"]))
+            for r in rows
+        ]
+        scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
+        return [Hit(chunk_id, float(score)) for score, _, chunk_id in scored[:k]]
+
+    # -- metadata ----------------------------------------------------------------------------
+    @mapped_errors
+    async def get_meta(self, tenant: str, key: str) -> str | None:
+        """A per-tenant value, or None."""
+        name = await self._readable(tenant)
+        if name is None:
+            return None
+        obj = await self._col("meta", name).query.fetch_object_by_id(uuid_of("meta", key))
+        return None if obj is None else str(obj.properties.get("value"))
+
+    @mapped_errors
+    async def set_meta(self, tenant: str, key: str, value: str) -> None:
+        """Sets a per-tenant value."""
+        col = self._col("meta", await self._writable(tenant))
+        await self._insert(col, [codec.meta_object(key, value)])
+
+    @mapped_errors
+    async def stats(self, tenant: str) -> StoreStats:
+        """Counts by aggregation (links and mentions are summed per note and per chunk)."""
+        name = await self._readable(tenant)
+        if name is None:
+            return StoreStats(0, 0, 0, 0, 0)
+        notes = await self._col("note", name).aggregate.over_all(
+            total_count=True, return_metrics=Metrics("link_count").integer(sum_=True)
+        )
+        chunks = await self._col("chunk", name).aggregate.over_all(
+            total_count=True, return_metrics=Metrics("mention_count").integer(sum_=True)
+        )
+        records = await self._col("record", name).aggregate.over_all(total_count=True)
+        return StoreStats(
+            notes=notes.total_count or 0,
+            chunks=chunks.total_count or 0,
+            records=records.total_count or 0,
+            links=codec.metric_sum(notes.properties.get("link_count")),
+            mentions=codec.metric_sum(chunks.properties.get("mention_count")),
+        )
+
+
+async def open_weaviate_store(settings: RetrievalSettings, dimension: int) -> WeaviateStore:
+    """Connects to the Weaviate the settings name (``MEMEX_RETRIEVAL_WEAVIATE_*``)."""
+    if settings.weaviate_api_key is None:
+        raise FailedPrecondition(
+            "MEMEX_RETRIEVAL_WEAVIATE_API_KEY is not set; the Weaviate backend needs the key "
+            "the server was started with"
+        )
+    return await WeaviateStore.connect(
+        http_host=settings.weaviate_host,
+        http_port=settings.weaviate_http_port,
+        grpc_port=settings.weaviate_grpc_port,
+        api_key=settings.weaviate_api_key.get_secret_value(),
+        dimension=dimension,
+        prefix=settings.weaviate_collection_prefix,
+        timeout=settings.weaviate_timeout_seconds,
+    )
