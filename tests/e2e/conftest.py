@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.shared.testing import free_port, require
+from memex.shared.testing import private_stack_env, require
 
 
 @pytest.fixture(scope="session")
@@ -23,17 +22,7 @@ def model_dir() -> Path:
 @pytest.fixture
 def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
     """Environment for a private stack: its own data dir and free ports."""
-    return {
-        **os.environ,
-        "MEMEX_DATA_DIR": str(tmp_path / "data"),
-        "MEMEX_EMBEDDING_PORT": str(free_port()),
-        "MEMEX_EMBEDDING_METRICS_PORT": str(free_port()),
-        "MEMEX_RETRIEVAL_PORT": str(free_port()),
-        "MEMEX_RETRIEVAL_METRICS_PORT": str(free_port()),
-        "MEMEX_REASONER_PORT": str(free_port()),
-        "MEMEX_REASONER_METRICS_PORT": str(free_port()),
-        "MEMEX_START_TIMEOUT_SECONDS": "120",
-    }
+    return private_stack_env(tmp_path / "data", MEMEX_START_TIMEOUT_SECONDS="180")
 
 
 @pytest.fixture

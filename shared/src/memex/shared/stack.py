@@ -28,6 +28,9 @@ class StackSettings(BaseSettings):
     embedding_port: int = Field(50051, ge=1, le=65535, description="Embedding gRPC port.")
     embedding_metrics_port: int = Field(9151, ge=1, le=65535, description="Embedding /metrics.")
     orchestrator_port: int = Field(50054, ge=1, le=65535, description="Orchestrator gRPC port.")
+    orchestrator_metrics_port: int = Field(
+        9154, ge=1, le=65535, description="Orchestrator /metrics."
+    )
     retrieval_port: int = Field(50052, ge=1, le=65535, description="Retrieval gRPC port.")
     retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
@@ -177,6 +180,21 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
                 "MEMEX_REASONER_HOST": settings.host,
                 "MEMEX_REASONER_PORT": str(settings.reasoner_port),
                 "MEMEX_REASONER_METRICS_PORT": str(settings.reasoner_metrics_port),
+            },
+        ),
+        ServiceDef(
+            name="orchestrator",
+            module="memex.orchestrator",
+            address=settings.orchestrator_addr,
+            health_service="memex.orchestrator.v1.OrchestratorService",
+            env={
+                "MEMEX_ORCHESTRATOR_HOST": settings.host,
+                "MEMEX_ORCHESTRATOR_PORT": str(settings.orchestrator_port),
+                "MEMEX_ORCHESTRATOR_METRICS_PORT": str(settings.orchestrator_metrics_port),
+                "MEMEX_ORCHESTRATOR_RETRIEVAL_ADDR": settings.retrieval_addr,
+                "MEMEX_ORCHESTRATOR_REASONER_ADDR": settings.reasoner_addr,
+                "MEMEX_ORCHESTRATOR_DATA_DIR": str(settings.data_dir / "orchestrator"),
+                "MEMEX_ORCHESTRATOR_PERSONAS_DIR": str(settings.data_dir / "personas"),
             },
         ),
     ]

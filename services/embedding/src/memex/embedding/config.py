@@ -36,6 +36,11 @@ class EmbeddingSettings(ServiceSettings):
         description="cpu; cuda (fails if ONNX Runtime has no CUDA provider); auto (cuda if any).",
     )
     intra_op_threads: int = Field(0, ge=0, description="ONNX Runtime threads; 0 lets it choose.")
+    spin_wait: bool = Field(
+        False,
+        description="Let ONNX Runtime threads spin between ops. Off by default: every memex "
+        "service shares the same cores, and spinning threads starve the others.",
+    )
     max_tokens: int = Field(256, gt=0, le=8192, description="Longer texts are truncated.")
     pooling: Literal["mean", "cls"] = Field("mean", description="How token vectors become one.")
     normalize: bool = Field(True, description="L2-normalise the vectors.")

@@ -82,6 +82,7 @@ async def open_core(settings: EmbeddingSettings) -> AsyncIterator[EmbeddingCore]
         batch_size=settings.max_batch_texts,
         providers=resolve_providers(settings.device),
         intra_op_threads=settings.intra_op_threads,
+        spin_wait=settings.spin_wait,
     )
     async with DynamicBatcher(
         embedder.embed,

@@ -62,6 +62,7 @@ class OnnxEmbedder:
         batch_size: int = 32,
         providers: Sequence[str] = ("CPUExecutionProvider",),
         intra_op_threads: int = 0,
+        spin_wait: bool = False,
     ) -> None:
         for name in ("model.onnx", "tokenizer.json"):
             if not (model_dir / name).is_file():
@@ -81,6 +82,9 @@ class OnnxEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if intra_op_threads:
             options.intra_op_num_threads = intra_op_threads
+        options.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if spin_wait else "0"
+        )
         self._session = ort.InferenceSession(
             str(model_dir / "model.onnx"), sess_options=options, providers=list(providers)
         )
