@@ -15,7 +15,7 @@ from memex.shared.errors import FailedPrecondition, InvalidArgument
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
 PLAN = "You plan how to look up"
-ANSWER = 'Return JSON: {"answer"'
+ANSWER = 'Return JSON with "answer"'
 
 
 def answer(text: str, *citations: dict[str, str]) -> list[str]:
@@ -56,6 +56,14 @@ async def test_a_default_ask_is_exactly_two_audited_model_calls(tmp_path: Path) 
     plan_prompt = " ".join(m.content for m in model.calls[0].messages)
     assert "£800" not in plan_prompt and "Dana" not in plan_prompt  # the plan hop never sees data
     assert json.loads(model.calls[0].options.json_schema)["required"] == ["steps"]
+    answer_schema = json.loads(model.calls[1].options.json_schema)
+    cite_ids = answer_schema["properties"]["citations"]["items"]["properties"]["episode"]["enum"]
+    assert sorted(cite_ids) == [
+        "entities:dana",
+        "ep-boiler",
+        "ep-deposit",
+        "ep-therapy",
+    ]  # only what is shown
     assert [c.ref for c in result.citations] == ["[[Flat lease]]", "entities:dana"]
     assert [c.support for c in result.citations] == ["verbatim", "verbatim"]
     assert result.grounding.dropped == ("ep-made-up",)

@@ -14,7 +14,7 @@ from memex.orchestrator.worker import ChatWorker
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
 PLAN = "You plan how to look up"
-ANSWER = 'Return JSON: {"answer"'
+ANSWER = 'Return JSON with "answer"'
 REPLY = json.dumps(
     {
         "answer": "£800.",

@@ -9,11 +9,15 @@ from memex.orchestrator.server import build
 from memex.shared.logs import configure_logging
 
 
+async def _serve(settings: OrchestratorSettings) -> None:
+    await build(settings).run()
+
+
 def main() -> None:
     """Parses settings once, configures logging, and serves until SIGTERM."""
     settings = OrchestratorSettings()
     configure_logging(settings.log_level)
-    asyncio.run(build(settings).run())
+    asyncio.run(_serve(settings))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from memex.orchestrator.briefing import ANSWER_FORMAT, EMPTY_MEMORY_ANSWER, render_items
+from memex.orchestrator.briefing import ANSWER_FORMAT, EMPTY_MEMORY_ANSWER, cite_id, render_items
 from memex.orchestrator.citations import police
 from memex.orchestrator.core import Context
 from memex.orchestrator.fusion import rrf
@@ -24,26 +24,39 @@ from memex.shared.errors import InvalidArgument
 
 MAX_QUESTION_CHARS = 4000
 
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "answer": {"type": "string"},
-        "citations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "episode": {"type": "string"},
-                    "quote": {"type": "string"},
-                    "support": {"type": "string", "enum": ["verbatim", "paraphrase", "inference"]},
+
+def answer_schema(cite_ids: list[str]) -> dict[str, Any]:
+    """The synthesize hop's output schema. Citations may only name the ids shown, so even a small
+    model's constrained decoding cannot produce an id that does not exist (policing still runs).
+    Long maxLength bounds are left out: llama.cpp grammars unroll them into rules too deep to use;
+    max_tokens bounds the answer instead."""
+    episode: dict[str, Any] = (
+        {"type": "string", "enum": cite_ids} if cite_ids else {"type": "string"}
+    )
+    return {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string"},
+            "citations": {
+                "type": "array",
+                "maxItems": 5,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "episode": episode,
+                        "quote": {"type": "string", "maxLength": 200},
+                        "support": {
+                            "type": "string",
+                            "enum": ["verbatim", "paraphrase", "inference"],
+                        },
+                    },
+                    "required": ["episode", "quote", "support"],
                 },
-                "required": ["episode", "quote", "support"],
             },
+            "opinion": {"type": "string"},
         },
-        "opinion": {"type": "string"},
-    },
-    "required": ["answer", "citations"],
-}
+        "required": ["answer", "citations"],
+    }
 
 
 @dataclass
@@ -238,7 +251,12 @@ class Asker:
         system = f"{persona.system_prompt.strip()}\n\n{ANSWER_FORMAT}"
         user = f"{render_items(shown)}\n\nQuestion: {question}"
         return await self._call(
-            "ask_synthesize", persona, system, user, schema=ANSWER_SCHEMA, sensitive=sensitive
+            "ask_synthesize",
+            persona,
+            system,
+            user,
+            schema=answer_schema([cite_id(i) for i in shown]),
+            sensitive=sensitive,
         )
 
     async def _revise(
@@ -258,5 +276,10 @@ class Asker:
             "rests on a cited excerpt, and drop what cannot."
         )
         return await self._call(
-            "ask_revise", persona, system, user, schema=ANSWER_SCHEMA, sensitive=sensitive
+            "ask_revise",
+            persona,
+            system,
+            user,
+            schema=answer_schema([cite_id(i) for i in shown]),
+            sensitive=sensitive,
         )

@@ -63,13 +63,15 @@ def render_items(items: Sequence[ShownItem]) -> str:
 
 CHAT_FORMAT = """
 Reply in plain prose. Then, on its own line, write @@CITATIONS@@ followed by a JSON array with one
-object per source you relied on: {"episode": "<id from the excerpt header>", "quote": "<exact words
-from it>", "support": "verbatim" | "paraphrase" | "inference"}. Write [] if you used none.
+object per source you relied on. Each object has "episode" (the id written after the word episode
+in that excerpt's header), "quote" (words copied exactly from that excerpt) and "support"
+("verbatim", "paraphrase" or "inference"). Write [] if you used none.
 """.strip()
 
 ANSWER_FORMAT = """
-Answer the question from the excerpts only. Return JSON: {"answer": "<prose>", "citations":
-[{"episode": "<id from the excerpt header>", "quote": "<exact words>", "support": "verbatim" |
-"paraphrase" | "inference"}], "opinion": "<your own view, if any, kept apart from the answer>"}.
+Answer the question from the excerpts only. Return JSON with "answer" (your answer in prose),
+"citations" (one object per excerpt you used, with "episode": the id written after the word
+episode in that excerpt's header, "quote": words copied exactly from it, "support": "verbatim",
+"paraphrase" or "inference") and "opinion" (your own view, if any, kept apart from the answer).
 If the excerpts do not answer the question, say so in "answer" and cite nothing.
 """.strip()

@@ -28,7 +28,7 @@ PLAN_SCHEMA: dict[str, Any] = {
                         "type": "string",
                         "enum": ["search_vault", "query_records", "person_timeline", "list_inbox"],
                     },
-                    "query": {"type": "string"},
+                    "query": {"type": "string", "maxLength": 120},
                     "collection": {"type": "string", "enum": list(RECORD_COLLECTIONS)},
                     "entity_id": {"type": "string"},
                 },
