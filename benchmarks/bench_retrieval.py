@@ -295,7 +295,7 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             print(
                 f"  {label}: {s.added} notes, {s.chunks_embedded} chunks in {s.seconds:.1f}s = "
                 f"{s.chunks_embedded / s.seconds:.1f} chunks/s; embedding "
-                f"{100 * s.embed_seconds / s.seconds:.0f}% of the time"
+                f"{100 * s.embed_seconds / s.seconds:.0f}% of the wall time spent waiting on it"
             )
         else:
             print(
