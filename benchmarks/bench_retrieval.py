@@ -311,7 +311,8 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         )
     search_ms.sort()
     print(
-        f"  service search (all default channels, k=100, server side, no query embedding): "
+        f"  service search, one at a time ({LATENCY_QUERIES} queries, default channels, k=10, "
+        "server side, query embedding excluded): "
         f"p50 {statistics.median(search_ms):.1f} ms, "
         f"p99 {search_ms[int(0.99 * (len(search_ms) - 1))]:.1f} ms; "
         f"retrieval process RSS {service_rss:.0f} MiB"
