@@ -117,7 +117,8 @@ class AnnIndex:
             log.warning("ANN index %s unreadable; rebuilding from SQLite", self.path)
             self.index = new_index(self.dimension)
             return False
-        self.index.expansion_search = EXPANSION_SEARCH  # a search setting, not taken from the file
+        # A search setting, not taken from the file (settable at run time; typed read-only).
+        self.index.expansion_search = EXPANSION_SEARCH  # type: ignore[misc]
         if len(self.index) != saved.get("size"):
             self.index = new_index(self.dimension)
             return False
