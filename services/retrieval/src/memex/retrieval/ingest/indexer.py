@@ -75,11 +75,21 @@ class Indexer:
         self._store = store
         self._embedder = embedder
         self._opt = options
+        self._inflight = 0
+        self._busy_since = 0.0
 
     async def _embed(self, texts: list[str], summary: IndexSummary) -> list[list[float]]:
-        started = time.perf_counter()
-        vectors = await self._embedder.embed(texts, "document")
-        summary.embed_seconds += time.perf_counter() - started
+        """Embeds documents; ``summary.embed_seconds`` gains the wall time during which at least
+        one embedding call was in flight (concurrent calls overlap, so they are not summed)."""
+        if self._inflight == 0:
+            self._busy_since = time.perf_counter()
+        self._inflight += 1
+        try:
+            vectors = await self._embedder.embed(texts, "document")
+        finally:
+            self._inflight -= 1
+            if self._inflight == 0:
+                summary.embed_seconds += time.perf_counter() - self._busy_since
         return [list(map(float, row)) for row in vectors]
 
     async def run(
@@ -159,14 +169,8 @@ class Indexer:
         for i in range(0, len(records), batch):
             part = records[i : i + batch]
             texts = [r.text for r in part]
-            started = time.perf_counter()
-            vectors = await self._embedder.embed(texts, "document")
-            if summary is not None:
-                summary.embed_seconds += time.perf_counter() - started
-            part = [
-                dataclasses.replace(r, vector=list(map(float, v)))
-                for r, v in zip(part, vectors, strict=True)
-            ]
+            vectors = await self._embed(texts, summary or IndexSummary())
+            part = [dataclasses.replace(r, vector=v) for r, v in zip(part, vectors, strict=True)]
             written += await self._store.upsert_records(tenant, part)
         if summary is not None:
             summary.records_upserted += written

@@ -302,13 +302,20 @@ def set_mentions(conn: sqlite3.Connection, tenant: str, entity: str, chunk_ids: 
 
 
 # -- search ---------------------------------------------------------------------------------------
-def chunk_candidates(conn: sqlite3.Connection, tenant: str, flt: SearchFilter) -> list[int]:
-    """Rowids of the tenant's chunks passing a filter."""
+def chunk_candidates(
+    conn: sqlite3.Connection, tenant: str, flt: SearchFilter, keys: list[int] | None = None
+) -> list[int]:
+    """Rowids of the tenant's chunks passing a filter (among ``keys`` when given)."""
     where, params = note_filter(flt)
+    among, extra = (
+        ("AND c.rowid IN (SELECT value FROM json_each(?))", [_ids(keys)])
+        if (keys is not None)
+        else ("", [])
+    )
     rows = conn.execute(
         "SELECT c.rowid FROM chunks c JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
-        f"WHERE c.tenant = ? AND {where}",
-        (tenant, *params),
+        f"WHERE c.tenant = ? AND {where} {among}",
+        (tenant, *params, *extra),
     )
     return [r[0] for r in rows]
 

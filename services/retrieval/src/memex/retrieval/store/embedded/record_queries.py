@@ -119,12 +119,20 @@ def records_about(conn: sqlite3.Connection, tenant: str, entity: str) -> list[Re
     return [_record(r) for r in rows]
 
 
-def record_candidates(conn: sqlite3.Connection, tenant: str, flt: SearchFilter) -> list[int]:
-    """Rowids of records with vectors passing a filter."""
+def record_candidates(
+    conn: sqlite3.Connection, tenant: str, flt: SearchFilter, keys: list[int] | None = None
+) -> list[int]:
+    """Rowids of records with vectors passing a filter (among ``keys`` when given)."""
     where, params = record_filter(flt)
+    among, extra = (
+        ("AND r.rowid IN (SELECT value FROM json_each(?))", [_ids(keys)])
+        if (keys is not None)
+        else ("", [])
+    )
     rows = conn.execute(
-        f"SELECT r.rowid FROM records r WHERE r.tenant = ? AND r.vector IS NOT NULL AND {where}",
-        (tenant, *params),
+        f"SELECT r.rowid FROM records r WHERE r.tenant = ? AND r.vector IS NOT NULL AND {where} "
+        f"{among}",
+        (tenant, *params, *extra),
     )
     return [r[0] for r in rows]
 

@@ -92,10 +92,76 @@ def connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+# Function words match nearly every chunk: BM25 gives them almost no weight, but scoring every
+# chunk they match dominates the cost of an OR query. They are dropped unless nothing else is left.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
 def match_expression(query: str) -> str | None:
     """An FTS5 MATCH expression OR-ing the query's words, each quoted, so user text can never be
     read as FTS syntax (operators, columns, prefixes). None when the query has no words."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:MAX_QUERY_TERMS]
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    words = ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
     words = [w.replace("_", " ") for w in words]
     if not words:
         return None

@@ -271,21 +271,30 @@ class EmbeddedStore:
         kind: str,
         vector: NDArray[np.float32],
         k: int,
-        candidates: Callable[[], list[int]] | None,
+        passing: Callable[[list[int]], set[int]] | None,
+        candidates: Callable[[], list[int]],
     ) -> list[tuple[int, float]]:
+        """Unfiltered: HNSW. Filtered: first HNSW with oversampling, keeping the neighbours that
+        pass (cheap when the filter is broad, e.g. "no sensitive notes"); if fewer than k pass,
+        an exact scan of the candidates (selective filters), or wider HNSW searches."""
         ann = self._index(tenant, kind)
-        if candidates is None:
+        if passing is None:
             return ann.search(vector, k)
+        want = k * 4
+        found = ann.search(vector, want)
+        ok = passing([key for key, _ in found])
+        kept = [(key, s) for key, s in found if key in ok]
+        if len(kept) >= k or len(found) >= len(ann):
+            return kept[:k]
         keys = candidates()
         if len(keys) <= EXACT_CANDIDATES:
             return ann.search_subset(vector, np.asarray(keys, dtype=np.uint64), k)
         allowed = set(keys)
-        want = k * 4
         while True:  # widen the HNSW search until k pass the filter or the index is exhausted
-            found = [(key, s) for key, s in ann.search(vector, want) if key in allowed]
-            if len(found) >= k or want >= len(ann):
-                return found[:k]
             want *= 4
+            kept = [(key, s) for key, s in ann.search(vector, want) if key in allowed]
+            if len(kept) >= k or want >= len(ann):
+                return kept[:k]
 
     async def search_chunks_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
@@ -294,12 +303,19 @@ class EmbeddedStore:
         query = self._vector(vector)
 
         def work() -> list[Hit]:
-            cands = (
+            passing = (
                 None
                 if is_trivial(flt)
-                else (lambda: queries.chunk_candidates(self._conn, tenant, flt))
+                else (lambda keys: set(queries.chunk_candidates(self._conn, tenant, flt, keys)))
             )
-            found = self._vector_search(tenant, CHUNKS, query, k, cands)
+            found = self._vector_search(
+                tenant,
+                CHUNKS,
+                query,
+                k,
+                passing,
+                lambda: sorted(queries.chunk_candidates(self._conn, tenant, flt)),
+            )
             ids = queries.chunk_ids(self._conn, [key for key, _ in found])
             return _hits((ids[key], score) for key, score in found if key in ids)[:k]
 
@@ -332,6 +348,7 @@ class EmbeddedStore:
                 RECORDS,
                 query,
                 k,
+                lambda keys: set(record_queries.record_candidates(self._conn, tenant, flt, keys)),
                 lambda: record_queries.record_candidates(self._conn, tenant, flt),
             )
             refs = record_queries.record_refs_by_rowid(self._conn, [key for key, _ in found])
