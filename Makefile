@@ -119,8 +119,13 @@ down: ## Stop the stack
 status: ## Health of each service
 	$(MEMEX) status
 
-demo: up ## The main job: start the stack and embed a sentence
-	$(MEMEX) embed "memex remembers what you wrote, and cites it."
+DEMO_QUESTION ?= How much of my deposit did Graham agree to give back, and why?
+
+demo: up ## The main job: start the stack, index the sample vault, ask it a question
+	$(MEMEX) index demo/vault
+	$(MEMEX) ask "$(DEMO_QUESTION)"
+	@echo
+	@echo "Ask your own: .venv/bin/memex ask \"...\"   chat: .venv/bin/memex chat   stop: make down"
 
 bench: bench-embedding bench-retrieval bench-reasoner ## Every benchmark
 
