@@ -11,7 +11,7 @@ import pytest
 
 from memex.shared.testing import free_port
 
-COMMANDS = ["up", "down", "status", "embed", "ask", "chat", "conversations", "forget"]
+COMMANDS = ["up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker"]
 
 
 def memex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     retrieval_commands.add_parsers(commands)
     generate_command.add_parser(commands)
 
+    worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
+    worker.set_defaults(run=stack_commands.worker)
+
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)
     return parser

@@ -135,3 +135,10 @@ def _tail(path: os.PathLike[str], lines: int = 20) -> str:
             return "".join(f.readlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def worker(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Runs the queued-turn chat worker in the foreground, on the stack's orchestrator state."""
+    orchestrator = next(s for s in stack_services(settings) if s.name == "orchestrator")
+    env = {**os.environ, **orchestrator.env}
+    os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.worker"], env)

@@ -113,7 +113,11 @@ def main() -> None:
     """Parses settings once, configures logging, runs until SIGTERM."""
     settings = OrchestratorSettings()
     configure_logging(settings.log_level)
-    asyncio.run(_main(settings))
+    try:
+        asyncio.run(_main(settings))
+    except MemexError as exc:
+        log.error("chat worker cannot run: %s (is the stack up? `memex up`)", exc.message)
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
