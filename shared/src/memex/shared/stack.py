@@ -140,61 +140,45 @@ def retrieval_store_env(settings: StackSettings) -> dict[str, str]:
     }
 
 
+def _grpc_service(settings: StackSettings, stage: str, **env: str) -> ServiceDef:
+    """One of memex's own gRPC services: ``python -m memex.<stage>`` on its stack ports."""
+    prefix = f"MEMEX_{stage.upper()}_"
+    return ServiceDef(
+        name=stage,
+        module=f"memex.{stage}",
+        address=f"{settings.host}:{getattr(settings, f'{stage}_port')}",
+        health_service=f"memex.{stage}.v1.{stage.capitalize()}Service",
+        env={
+            f"{prefix}HOST": settings.host,
+            f"{prefix}PORT": str(getattr(settings, f"{stage}_port")),
+            f"{prefix}METRICS_PORT": str(getattr(settings, f"{stage}_metrics_port")),
+            **{f"{prefix}{name.upper()}": value for name, value in env.items()},
+        },
+    )
+
+
 def stack_services(settings: StackSettings) -> list[ServiceDef]:
-    """The services in start order (a service starts after those it calls)."""
+    """The services in start order (a service starts after those it calls). The reasoner's
+    engine and model come from the MEMEX_REASONER_* variables the stack inherits."""
     stores = [weaviate_service(settings)] if settings.store == "weaviate" else []
+    retrieval = _grpc_service(
+        settings,
+        "retrieval",
+        embedding_addr=settings.embedding_addr,
+        store_dir=str(settings.data_dir / "retrieval"),
+    )
+    retrieval.env.update(retrieval_store_env(settings))
     return [
         *stores,
-        ServiceDef(
-            name="embedding",
-            module="memex.embedding",
-            address=settings.embedding_addr,
-            health_service="memex.embedding.v1.EmbeddingService",
-            env={
-                "MEMEX_EMBEDDING_HOST": settings.host,
-                "MEMEX_EMBEDDING_PORT": str(settings.embedding_port),
-                "MEMEX_EMBEDDING_METRICS_PORT": str(settings.embedding_metrics_port),
-            },
-        ),
-        ServiceDef(
-            name="retrieval",
-            module="memex.retrieval",
-            address=settings.retrieval_addr,
-            health_service="memex.retrieval.v1.RetrievalService",
-            env={
-                "MEMEX_RETRIEVAL_HOST": settings.host,
-                "MEMEX_RETRIEVAL_PORT": str(settings.retrieval_port),
-                "MEMEX_RETRIEVAL_METRICS_PORT": str(settings.retrieval_metrics_port),
-                "MEMEX_RETRIEVAL_EMBEDDING_ADDR": settings.embedding_addr,
-                "MEMEX_RETRIEVAL_STORE_DIR": str(settings.data_dir / "retrieval"),
-                **retrieval_store_env(settings),
-            },
-        ),
-        # Its engine and model come from the MEMEX_REASONER_* variables the stack inherits.
-        ServiceDef(
-            name="reasoner",
-            module="memex.reasoner",
-            address=settings.reasoner_addr,
-            health_service="memex.reasoner.v1.ReasonerService",
-            env={
-                "MEMEX_REASONER_HOST": settings.host,
-                "MEMEX_REASONER_PORT": str(settings.reasoner_port),
-                "MEMEX_REASONER_METRICS_PORT": str(settings.reasoner_metrics_port),
-            },
-        ),
-        ServiceDef(
-            name="orchestrator",
-            module="memex.orchestrator",
-            address=settings.orchestrator_addr,
-            health_service="memex.orchestrator.v1.OrchestratorService",
-            env={
-                "MEMEX_ORCHESTRATOR_HOST": settings.host,
-                "MEMEX_ORCHESTRATOR_PORT": str(settings.orchestrator_port),
-                "MEMEX_ORCHESTRATOR_METRICS_PORT": str(settings.orchestrator_metrics_port),
-                "MEMEX_ORCHESTRATOR_RETRIEVAL_ADDR": settings.retrieval_addr,
-                "MEMEX_ORCHESTRATOR_REASONER_ADDR": settings.reasoner_addr,
-                "MEMEX_ORCHESTRATOR_DATA_DIR": str(settings.data_dir / "orchestrator"),
-                "MEMEX_ORCHESTRATOR_PERSONAS_DIR": str(settings.data_dir / "personas"),
-            },
+        _grpc_service(settings, "embedding"),
+        retrieval,
+        _grpc_service(settings, "reasoner"),
+        _grpc_service(
+            settings,
+            "orchestrator",
+            retrieval_addr=settings.retrieval_addr,
+            reasoner_addr=settings.reasoner_addr,
+            data_dir=str(settings.data_dir / "orchestrator"),
+            personas_dir=str(settings.data_dir / "personas"),
         ),
     ]

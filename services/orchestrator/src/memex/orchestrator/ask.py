@@ -168,7 +168,7 @@ class Asker:
         if withheld:
             result.answer = f"{result.answer}\n\n{c.withheld_note(len(withheld))}"
         result.latency_ms = (time.perf_counter() - started) * 1000
-        result.turn_id = c.record(
+        result.turn_id = await c.record(
             tenant=tenant,
             kind="ask",
             query=question,

@@ -138,19 +138,17 @@ class Chatter:
                 c.info.model,
                 latency_ms,
             )
-            await asyncio.to_thread(
-                lambda: c.record(
-                    tenant=tenant,
-                    kind="chat",
-                    query=message,
-                    latency_ms=latency_ms,
-                    persona=persona.name,
-                    items=fused,
-                    citations=citations,
-                    grounding=report.score,
-                    abstained=not shown,
-                    conversation_id=conversation_id,
-                )
+            await c.record(
+                tenant=tenant,
+                kind="chat",
+                query=message,
+                latency_ms=latency_ms,
+                persona=persona.name,
+                items=fused,
+                citations=citations,
+                grounding=report.score,
+                abstained=not shown,
+                conversation_id=conversation_id,
             )
             yield Done(message_id, latency_ms, len(shown))
         except MemexError as exc:

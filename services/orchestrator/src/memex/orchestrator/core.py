@@ -79,7 +79,7 @@ class Context:
 
         return list(await asyncio.gather(*(run(step) for step in steps)))
 
-    def record(
+    async def record(
         self,
         *,
         tenant: str,
@@ -93,9 +93,10 @@ class Context:
         abstained: bool = False,
         conversation_id: str | None = None,
     ) -> str:
-        """Writes the telemetry turn and its retrieval rows (SPEC B12)."""
+        """Writes the telemetry turn and its retrieval rows (SPEC B12), off the event loop."""
         cited = {c.item_id for c in citations}
-        return self.store.record_telemetry(
+        return await asyncio.to_thread(
+            self.store.record_telemetry,
             tenant=tenant,
             kind=kind,
             query=query,

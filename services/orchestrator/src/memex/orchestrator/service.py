@@ -47,15 +47,13 @@ class Orchestrator:
         c = self.context
         persona = c.personas.get(persona_name, "ask")
         items = await c.memory.search(tenant, c.search_spec(persona, query, k or None))
-        turn_id = await asyncio.to_thread(
-            lambda: c.record(
-                tenant=tenant,
-                kind="search",
-                query=query,
-                persona=persona.name,
-                items=items,
-                latency_ms=(time.perf_counter() - started) * 1000,
-            )
+        turn_id = await c.record(
+            tenant=tenant,
+            kind="search",
+            query=query,
+            persona=persona.name,
+            items=items,
+            latency_ms=(time.perf_counter() - started) * 1000,
         )
         return items, turn_id
 
