@@ -28,7 +28,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -87,6 +87,15 @@ $(WEAVIATE_BIN):
 
 weaviate: $(WEAVIATE_BIN) ## Build the Weaviate server from source with Go (once; cached by version)
 
+# The web chat's end-to-end tests drive Debian's Chromium with Playwright (never a downloaded browser).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(CHROMIUM):
+	$(SUDO) apt-get install -y --no-install-recommends chromium || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium; }
+
+browser: $(CHROMIUM) ## Install Debian's Chromium for the web chat's browser tests (once)
+
 protos: install ## Regenerate the gRPC stubs after editing protos/
 	$(PY) scripts/gen_protos.py
 
@@ -104,7 +113,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models weaviate lint ## Lint, then every test (unit and end-to-end)
+test: install models weaviate browser lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
