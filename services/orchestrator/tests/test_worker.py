@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
+import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from prometheus_client import REGISTRY
 
 from memex.orchestrator.ask import Asker, AskResult
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.worker import ChatWorker
+from memex.orchestrator.worker import ChatWorker, WorkerService
+from memex.shared.health import check
+from memex.shared.testing import serving
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
@@ -104,3 +112,56 @@ async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_on
     await run_until(ChatWorker(o, o.context.settings), 1)
     turns = o.context.store.list_turns("me", turn.thread_id)
     assert [(t.role, t.state) for t in turns] == [("user", "answered"), ("assistant", "answered")]
+
+
+async def test_the_worker_process_reports_serving_while_its_loop_runs_and_counts_turns(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model)
+    settings = o.context.settings.model_copy(update={"worker_port": 0, "worker_metrics_port": 0})
+
+    @contextlib.asynccontextmanager
+    async def opened() -> AsyncIterator[Orchestrator]:
+        yield o
+
+    before = REGISTRY.get_sample_value(
+        "memex_orchestrator_worker_turns_total", {"outcome": "answered"}
+    )
+    served = WorkerService(settings, opened)
+    async with serving(served.service) as running:
+        assert await check(f"127.0.0.1:{running.port}") == "SERVING"
+        turn = await o.create_turn("me", "", "How much was the deposit?")
+        for _ in range(200):
+            if o.context.store.get_turn("me", turn.id).state == "answered":
+                break
+            await asyncio.sleep(0.05)
+        assert o.context.store.get_turn("me", turn.id).state == "answered"
+        assert running.metrics_port
+        url = f"http://127.0.0.1:{running.metrics_port}/metrics"
+        scraped = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())
+        assert 'memex_orchestrator_worker_turns_total{outcome="answered"}' in scraped
+    after = REGISTRY.get_sample_value(
+        "memex_orchestrator_worker_turns_total", {"outcome": "answered"}
+    )
+    assert (after or 0) - (before or 0) == 1
+    assert not served.failed
+
+
+async def test_a_worker_whose_loop_dies_stops_serving_and_says_it_failed(tmp_path: Path) -> None:
+    o = orchestrator(tmp_path, ScriptedReasoner({}))
+    settings = o.context.settings.model_copy(update={"worker_port": 0})
+
+    def broken(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    o.context.store.requeue_worker = broken  # type: ignore[method-assign, assignment]
+
+    @contextlib.asynccontextmanager
+    async def opened() -> AsyncIterator[Orchestrator]:
+        yield o
+
+    served = WorkerService(settings, opened)
+    # The loop dies at once, which stops the service: run() returns by itself.
+    await asyncio.wait_for(served.service.run(handle_signals=False), 30)
+    assert served.failed

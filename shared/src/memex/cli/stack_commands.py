@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -138,7 +139,10 @@ def _tail(path: os.PathLike[str], lines: int = 20) -> str:
 
 
 def worker(args: argparse.Namespace, settings: StackSettings) -> int:
-    """Runs the queued-turn chat worker in the foreground, on the stack's orchestrator state."""
-    orchestrator = next(s for s in stack_services(settings) if s.name == "orchestrator")
-    env = {**os.environ, **orchestrator.env}
+    """Runs a queued-turn chat worker in the foreground, on the stack's orchestrator state (beside
+    the one `memex up` supervises: its own id, a free health port, no metrics port)."""
+    supervised = next(s for s in stack_services(settings) if s.name == "worker")
+    env = {**os.environ, **supervised.env, "MEMEX_ORCHESTRATOR_WORKER_PORT": "0"}
+    env.pop("MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT", None)
+    env.setdefault("MEMEX_ORCHESTRATOR_WORKER_ID", f"{socket.gethostname()}-chat-worker-foreground")
     os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.worker"], env)

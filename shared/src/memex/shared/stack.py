@@ -31,6 +31,10 @@ class StackSettings(BaseSettings):
     orchestrator_metrics_port: int = Field(
         9154, ge=1, le=65535, description="Orchestrator /metrics."
     )
+    worker_port: int = Field(
+        50055, ge=1, le=65535, description="Chat worker's gRPC health port (it takes no calls)."
+    )
+    worker_metrics_port: int = Field(9155, ge=1, le=65535, description="Chat worker /metrics.")
     retrieval_port: int = Field(50052, ge=1, le=65535, description="Retrieval gRPC port.")
     retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
@@ -168,17 +172,35 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         store_dir=str(settings.data_dir / "retrieval"),
     )
     retrieval.env.update(retrieval_store_env(settings))
+    orchestrator = _grpc_service(
+        settings,
+        "orchestrator",
+        retrieval_addr=settings.retrieval_addr,
+        reasoner_addr=settings.reasoner_addr,
+        data_dir=str(settings.data_dir / "orchestrator"),
+        personas_dir=str(settings.data_dir / "personas"),
+    )
     return [
         *stores,
         _grpc_service(settings, "embedding"),
         retrieval,
         _grpc_service(settings, "reasoner"),
-        _grpc_service(
-            settings,
-            "orchestrator",
-            retrieval_addr=settings.retrieval_addr,
-            reasoner_addr=settings.reasoner_addr,
-            data_dir=str(settings.data_dir / "orchestrator"),
-            personas_dir=str(settings.data_dir / "personas"),
-        ),
+        orchestrator,
+        worker_service(settings, orchestrator),
     ]
+
+
+def worker_service(settings: StackSettings, orchestrator: ServiceDef) -> ServiceDef:
+    """The queued-turn chat worker (SPEC B13): the orchestrator's settings and state, its own
+    health and metrics ports. It serves only gRPC health, so the whole server's status is probed."""
+    return ServiceDef(
+        name="worker",
+        module="memex.orchestrator.worker",
+        address=f"{settings.host}:{settings.worker_port}",
+        health_service="",
+        env={
+            **orchestrator.env,
+            "MEMEX_ORCHESTRATOR_WORKER_PORT": str(settings.worker_port),
+            "MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT": str(settings.worker_metrics_port),
+        },
+    )

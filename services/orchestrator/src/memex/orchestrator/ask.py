@@ -17,6 +17,14 @@ from memex.orchestrator.citations import police
 from memex.orchestrator.core import Context
 from memex.orchestrator.fusion import rrf
 from memex.orchestrator.items import Citation, GroundingReport, ShownItem
+from memex.orchestrator.metrics import (
+    ABSTENTIONS,
+    ASKS,
+    DROPPED_CITATIONS,
+    DROPPED_STEPS,
+    WITHHELD,
+    timed,
+)
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan, parse_plan
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
@@ -101,6 +109,20 @@ class Asker:
         self, tenant: str, question: str, persona_name: str = "", limit: int = 0
     ) -> AskResult:
         """Answers ``question`` from memory with checked citations."""
+        try:
+            result = await self._ask(tenant, question, persona_name, limit)
+        except BaseException:
+            ASKS.labels("error").inc()
+            raise
+        ASKS.labels("abstained" if result.abstained else "answered").inc()
+        if result.abstained:
+            ABSTENTIONS.labels("ungrounded" if "synthesize" in result.stages else "empty").inc()
+        DROPPED_STEPS.inc(len(result.dropped_steps))
+        DROPPED_CITATIONS.labels("ask").inc(len(result.grounding.dropped))
+        WITHHELD.labels("ask").inc(result.withheld)
+        return result
+
+    async def _ask(self, tenant: str, question: str, persona_name: str, limit: int) -> AskResult:
         started = time.perf_counter()
         question = question.strip()
         if not question:
@@ -119,20 +141,28 @@ class Asker:
         stages: list[str] = []
         query = question
         if "reframe" in persona.stages:
-            query = await self._reframe(question, persona) or question
+            with timed("reframe"):
+                query = await self._reframe(question, persona) or question
             stages.append("reframe")
 
-        plan = await self._plan(query, persona)
+        with timed("plan"):
+            plan = await self._plan(query, persona)
         stages.append("plan")
-        fused = rrf(await c.run_steps(tenant, plan.steps, persona), c.settings.rrf_k)
+        with timed("retrieve"):
+            fused = rrf(await c.run_steps(tenant, plan.steps, persona), c.settings.rrf_k)
         stages.append("retrieve")
         shown, withheld = c.split_sensitive(fused)
         shown = shown[:limit]
         if "seek_counter_evidence" in persona.stages and shown:
-            counter_query = await self._counter_query(query, persona)
+            with timed("counter_evidence"):
+                counter_query = await self._counter_query(query, persona)
+                counter = (
+                    await c.memory.search(tenant, c.search_spec(persona, counter_query))
+                    if counter_query
+                    else []
+                )
             stages.append("seek_counter_evidence")
             if counter_query:
-                counter = await c.memory.search(tenant, c.search_spec(persona, counter_query))
                 fused = rrf([fused, counter], c.settings.rrf_k)
                 shown, withheld = c.split_sensitive(fused)
                 shown = shown[:limit]
@@ -151,15 +181,19 @@ class Asker:
         )
         if shown:
             sensitive = [i.text for i in withheld]
-            answer, raw, opinion = _draft(await self._synthesize(query, shown, persona, sensitive))
+            with timed("synthesize"):
+                draft = await self._synthesize(query, shown, persona, sensitive)
+            answer, raw, opinion = _draft(draft)
             stages.append("synthesize")
-            citations, report = police(raw, shown)
+            with timed("ground_check"):
+                citations, report = police(raw, shown)
             stages.append("ground_check")
             if "revise" in persona.stages:
-                answer, raw, opinion = _draft(
-                    await self._revise(query, shown, persona, answer, report, sensitive)
-                )
-                citations, report = police(raw, shown)
+                with timed("revise"):
+                    answer, raw, opinion = _draft(
+                        await self._revise(query, shown, persona, answer, report, sensitive)
+                    )
+                    citations, report = police(raw, shown)
                 stages.append("revise")
             result.grounding, result.opinion = report, opinion
             result.abstained = not citations or report.score < c.settings.abstain_below

@@ -17,6 +17,7 @@ from memex.orchestrator.briefing import CHAT_FORMAT, render_items
 from memex.orchestrator.citations import parse_citations, police
 from memex.orchestrator.core import Context
 from memex.orchestrator.items import Citation
+from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, STAGE_SECONDS, WITHHELD, timed
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.stream_filter import StreamFilter
 from memex.orchestrator.text import conversation_title
@@ -97,7 +98,8 @@ class Chatter:
         yield Meta(conversation_id, c.info.model, persona.name)
 
         try:
-            fused = await c.memory.search(tenant, c.search_spec(persona, message))
+            with timed("chat_retrieve"):
+                fused = await c.memory.search(tenant, c.search_spec(persona, message))
             shown, withheld = c.split_sensitive(fused)
             shown = shown[: persona.chunks]
             messages = [ChatMessage("system", f"{persona.system_prompt.strip()}\n\n{CHAT_FORMAT}")]
@@ -107,20 +109,28 @@ class Chatter:
             messages.append(ChatMessage("user", f"{render_items(shown)}\n\n{message}"))
             stream = StreamFilter()
             visible: list[str] = []
-            async for piece in c.reasoner.stream(
-                purpose="chat",
-                persona=persona.name,
-                messages=messages,
-                options=GenerateOptions(max_tokens=c.settings.answer_max_tokens, temperature=0.7),
-                sensitive_texts=[i.text for i in withheld],
-            ):
-                if text := stream.feed(piece):
+            with timed("chat_stream"):
+                async for piece in c.reasoner.stream(
+                    purpose="chat",
+                    persona=persona.name,
+                    messages=messages,
+                    options=GenerateOptions(
+                        max_tokens=c.settings.answer_max_tokens, temperature=0.7
+                    ),
+                    sensitive_texts=[i.text for i in withheld],
+                ):
+                    if text := stream.feed(piece):
+                        if not visible:
+                            first = time.perf_counter() - started
+                            STAGE_SECONDS.labels("chat_first_token").observe(first)
+                        visible.append(text)
+                        yield Delta(text)
+                if text := stream.finish():
                     visible.append(text)
                     yield Delta(text)
-            if text := stream.finish():
-                visible.append(text)
-                yield Delta(text)
             citations, report = police(parse_citations(stream.citations_text), shown)
+            DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))
+            WITHHELD.labels("chat").inc(len(withheld))
             reply = "".join(visible).rstrip()
             if withheld:
                 note = f"\n\n{c.withheld_note(len(withheld))}"
@@ -150,10 +160,17 @@ class Chatter:
                 abstained=not shown,
                 conversation_id=conversation_id,
             )
+            CHATS.labels("done").inc()
             yield Done(message_id, latency_ms, len(shown))
+        except (GeneratorExit, asyncio.CancelledError):
+            # The client went away: the user's message stays, no half reply is stored.
+            CHATS.labels("cancelled").inc()
+            raise
         except MemexError as exc:
+            CHATS.labels("error").inc()
             yield Error(exc)
         except Exception:
+            CHATS.labels("error").inc()
             log.exception("chat failed after the stream began")
             yield Error(
                 MemexError(

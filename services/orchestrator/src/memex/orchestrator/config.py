@@ -45,6 +45,15 @@ class OrchestratorSettings(ServiceSettings):
         default_factory=lambda: f"{socket.gethostname()}-chat-worker",
         description="Stable id of this chat worker; a restarted worker takes back its own turns.",
     )
+    worker_port: int = Field(
+        50055,
+        ge=0,
+        le=65535,
+        description="The chat worker's gRPC health port (loopback; 0 picks a free one).",
+    )
+    worker_metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="The chat worker's Prometheus /metrics port."
+    )
     worker_lease_seconds: float = Field(
         120.0, gt=0, description="A thinking turn whose worker is silent this long is requeued."
     )

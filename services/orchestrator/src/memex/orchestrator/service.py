@@ -16,6 +16,7 @@ from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.core import Context
 from memex.orchestrator.items import ShownItem
+from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ReasonerInfo
 from memex.orchestrator.store import OrchestratorStore, Turn
@@ -46,7 +47,8 @@ class Orchestrator:
         started = time.perf_counter()
         c = self.context
         persona = c.personas.get(persona_name, "ask")
-        items = await c.memory.search(tenant, c.search_spec(persona, query, k or None))
+        with timed("search"):
+            items = await c.memory.search(tenant, c.search_spec(persona, query, k or None))
         turn_id = await c.record(
             tenant=tenant,
             kind="search",

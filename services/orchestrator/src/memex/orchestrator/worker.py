@@ -5,6 +5,10 @@ thread's context without a model call, asks, and writes the answer and the answe
 transaction; any failure marks the turn error and the loop goes on. On start it takes back the
 turns it held when it last died, and any turn whose worker's lease ran out. Stopping it puts the
 turn in hand back to pending, so nothing is lost.
+
+It runs as a process of the stack (`memex up` starts it, the supervisor restarts it): a small gRPC
+server on loopback reports health SERVING while the loop runs, and its metrics are served on
+``MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT``. If the loop dies, the process exits non-zero.
 """
 
 from __future__ import annotations
@@ -12,14 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+
+import grpc
 
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.metrics import WORKER_TURNS
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.text import PriorTurn, compose_query
 from memex.shared.errors import MemexError
 from memex.shared.logs import configure_logging, request_id_var
+from memex.shared.server import EngineSlot, GrpcService
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +42,7 @@ class ChatWorker:
         self._settings = settings
         self.stopping = asyncio.Event()
         self.answered = 0
+        self.failed = False
 
     async def run(self) -> None:
         """Loops until ``stopping`` is set."""
@@ -58,6 +68,7 @@ class ChatWorker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await answer
                 await asyncio.to_thread(self._store.requeue_worker, settings.worker_id)
+                WORKER_TURNS.labels("requeued").inc()
                 log.info("stopped while answering turn %s; it is pending again", turn.id)
 
     async def _keep_lease(self, turn: Turn) -> None:
@@ -87,26 +98,80 @@ class ChatWorker:
                 self._store.answer_turn, turn, worker_id, result.answer, result.citations
             ):
                 self.answered += 1
+                WORKER_TURNS.labels("answered").inc()
                 log.info("answered turn %s", turn.id)
             else:
+                WORKER_TURNS.labels("lost").inc()
                 log.warning(
                     "turn %s was taken back before its answer was written; answer dropped", turn.id
                 )
         except Exception as exc:
             message = exc.message if isinstance(exc, MemexError) else f"{type(exc).__name__}: {exc}"
             log.exception("turn %s failed", turn.id)
+            WORKER_TURNS.labels("error").inc()
             await asyncio.to_thread(self._store.fail_turn, turn, worker_id, message)
         finally:
             lease.cancel()
 
 
-async def _main(settings: OrchestratorSettings) -> None:
-    async with open_orchestrator(settings) as orchestrator:
-        worker = ChatWorker(orchestrator, settings)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, worker.stopping.set)
-        await worker.run()
+def served_settings(settings: OrchestratorSettings) -> OrchestratorSettings:
+    """The worker's own ports in place of the orchestrator's (the rest is shared)."""
+    return settings.model_copy(
+        update={"port": settings.worker_port, "metrics_port": settings.worker_metrics_port}
+    )
+
+
+class WorkerService:
+    """The worker as a service: health SERVING while its loop runs; the loop's end stops it."""
+
+    def __init__(
+        self,
+        settings: OrchestratorSettings,
+        opener: Callable[[], AbstractAsyncContextManager[Orchestrator]] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._open = opener or (lambda: open_orchestrator(settings))
+        self.worker: ChatWorker | None = None
+        self.service: GrpcService[ChatWorker] = GrpcService(
+            served_settings(settings), [], self._register, self._load
+        )
+
+    @property
+    def failed(self) -> bool:
+        """Whether the loop died of an error (the process should exit non-zero)."""
+        return self.worker is not None and self.worker.failed
+
+    @staticmethod
+    def _register(server: grpc.aio.Server, slot: EngineSlot[ChatWorker]) -> None:
+        """Health and reflection only: the worker takes no calls."""
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None and self.worker is not None:
+            log.error("the chat worker loop died", exc_info=task.exception())
+            self.worker.failed = True
+        self.service.started.result().stop()  # a loop that ended takes the process down
+
+    @contextlib.asynccontextmanager
+    async def _load(self) -> AsyncIterator[ChatWorker]:
+        async with self._open() as orchestrator:
+            self.worker = worker = ChatWorker(orchestrator, self._settings)
+            loop = asyncio.create_task(worker.run())
+            loop.add_done_callback(self._ended)
+            try:
+                yield worker
+            finally:
+                worker.stopping.set()
+                await asyncio.wait({loop}, timeout=self._settings.grace_seconds)
+                if not loop.done():
+                    loop.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await loop
+
+
+async def _main(settings: OrchestratorSettings) -> bool:
+    served = WorkerService(settings)
+    await served.service.run()
+    return served.failed
 
 
 def main() -> None:
@@ -114,10 +179,12 @@ def main() -> None:
     settings = OrchestratorSettings()
     configure_logging(settings.log_level)
     try:
-        asyncio.run(_main(settings))
+        failed = asyncio.run(_main(settings))
     except MemexError as exc:
         log.error("chat worker cannot run: %s (is the stack up? `memex up`)", exc.message)
         raise SystemExit(1) from None
+    if failed:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
