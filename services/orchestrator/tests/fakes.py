@@ -5,7 +5,7 @@ The real stages are exercised by the end-to-end tests; these only let each rule 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ class ScriptedReasoner:
 
     async def generate(
         self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         self.calls.append(Call(list(messages), options))
         system = messages[0].content
         kind = next((k for k in self.replies if k in system), "default")

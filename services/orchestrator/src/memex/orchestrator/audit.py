@@ -8,9 +8,10 @@ latency and outcome. Sensitive items' text is redacted along with personal data.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 
 from prometheus_client import Counter, Histogram
 
@@ -55,7 +56,7 @@ class AuditedReasoner:
         messages: Sequence[ChatMessage],
         options: GenerateOptions,
         sensitive_texts: Iterable[str] = (),
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Streams the model's reply to ``messages``, audited under ``purpose``."""
         sensitive = list(sensitive_texts)
         try:
@@ -79,9 +80,11 @@ class AuditedReasoner:
         parts: list[str] = []
         outcome = "error"
         try:
-            async for delta in self._reasoner.generate(messages, options, usage):
-                parts.append(delta)
-                yield delta
+            generated = self._reasoner.generate(messages, options, usage)
+            async with contextlib.aclosing(generated):
+                async for delta in generated:
+                    parts.append(delta)
+                    yield delta
             outcome = "ok"
         except (asyncio.CancelledError, GeneratorExit):
             outcome = "cancelled"

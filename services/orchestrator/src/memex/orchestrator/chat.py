@@ -8,9 +8,10 @@ ingested as memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from memex.orchestrator.briefing import CHAT_FORMAT, render_items
@@ -72,7 +73,7 @@ class Chatter:
 
     async def chat(
         self, tenant: str, conversation_id: str, message: str, persona_name: str = ""
-    ) -> AsyncIterator[ChatEvent]:
+    ) -> AsyncGenerator[ChatEvent, None]:
         """Streams a reply. Errors before the first event raise; later ones become an Error."""
         started = time.perf_counter()
         message = message.strip()
@@ -109,22 +110,24 @@ class Chatter:
             messages.append(ChatMessage("user", f"{render_items(shown)}\n\n{message}"))
             stream = StreamFilter()
             visible: list[str] = []
+            generated = c.reasoner.stream(
+                purpose="chat",
+                persona=persona.name,
+                messages=messages,
+                options=GenerateOptions(max_tokens=c.settings.answer_max_tokens, temperature=0.7),
+                sensitive_texts=[i.text for i in withheld],
+            )
+            # aclosing: when the client goes away the model call is closed (and cancelled) now,
+            # not whenever the garbage collector gets to it.
             with timed("chat_stream"):
-                async for piece in c.reasoner.stream(
-                    purpose="chat",
-                    persona=persona.name,
-                    messages=messages,
-                    options=GenerateOptions(
-                        max_tokens=c.settings.answer_max_tokens, temperature=0.7
-                    ),
-                    sensitive_texts=[i.text for i in withheld],
-                ):
-                    if text := stream.feed(piece):
-                        if not visible:
-                            first = time.perf_counter() - started
-                            STAGE_SECONDS.labels("chat_first_token").observe(first)
-                        visible.append(text)
-                        yield Delta(text)
+                async with contextlib.aclosing(generated):
+                    async for piece in generated:
+                        if text := stream.feed(piece):
+                            if not visible:
+                                first = time.perf_counter() - started
+                                STAGE_SECONDS.labels("chat_first_token").observe(first)
+                            visible.append(text)
+                            yield Delta(text)
                 if text := stream.finish():
                     visible.append(text)
                     yield Delta(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 
 import grpc
 from google.protobuf import json_format, struct_pb2
@@ -184,7 +184,7 @@ class GrpcReasoner:
 
     async def generate(
         self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         sampling = reasoner_pb2.Sampling(max_tokens=options.max_tokens, stop=list(options.stop))
         if options.temperature is not None:
             sampling.temperature = options.temperature

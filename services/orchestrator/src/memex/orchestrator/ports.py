@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -51,7 +51,7 @@ class Reasoner(Protocol):
 
     def generate(
         self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """Streams text deltas; appends the final usage to ``usage`` when the stream ends."""
         ...
 

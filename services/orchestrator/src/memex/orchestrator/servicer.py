@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -156,38 +157,40 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         stream = o.chatter.chat(
             o.tenant(request.tenant), request.conversation_id, request.message, request.persona
         )
-        async for event in stream:
-            match event:
-                case chat_events.Meta():
-                    yield pb.ChatResponse(
-                        meta=pb.ChatMeta(
-                            conversation_id=event.conversation_id,
-                            model=event.model,
-                            persona=event.persona,
+        # Closed at once when the client goes away, so the model call below it stops too.
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                match event:
+                    case chat_events.Meta():
+                        yield pb.ChatResponse(
+                            meta=pb.ChatMeta(
+                                conversation_id=event.conversation_id,
+                                model=event.model,
+                                persona=event.persona,
+                            )
                         )
-                    )
-                case chat_events.Delta():
-                    yield pb.ChatResponse(delta=event.text)
-                case chat_events.Citations():
-                    yield pb.ChatResponse(
-                        citations=pb.ChatCitations(
-                            citations=_citations(event.citations), withheld=event.withheld
+                    case chat_events.Delta():
+                        yield pb.ChatResponse(delta=event.text)
+                    case chat_events.Citations():
+                        yield pb.ChatResponse(
+                            citations=pb.ChatCitations(
+                                citations=_citations(event.citations), withheld=event.withheld
+                            )
                         )
-                    )
-                case chat_events.Done():
-                    yield pb.ChatResponse(
-                        done=pb.ChatDone(
-                            message_id=event.message_id,
-                            latency_ms=event.latency_ms,
-                            chunks_considered=event.chunks_considered,
+                    case chat_events.Done():
+                        yield pb.ChatResponse(
+                            done=pb.ChatDone(
+                                message_id=event.message_id,
+                                latency_ms=event.latency_ms,
+                                chunks_considered=event.chunks_considered,
+                            )
                         )
-                    )
-                case chat_events.Error():
-                    yield pb.ChatResponse(
-                        error=pb.ChatError(
-                            code=status_for(event.error).name, message=event.error.message
+                    case chat_events.Error():
+                        yield pb.ChatResponse(
+                            error=pb.ChatError(
+                                code=status_for(event.error).name, message=event.error.message
+                            )
                         )
-                    )
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         o = self._slot.get()
