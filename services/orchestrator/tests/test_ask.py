@@ -10,6 +10,8 @@ import pytest
 
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
+from memex.orchestrator.chat import Chatter
+from memex.orchestrator.service import Orchestrator
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
@@ -80,10 +82,15 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
         ]
     }
     memory = FakeMemory(NOTES)
-    result = await Asker(make_context(tmp_path, reasoner(plan), memory)).ask("me", "the deposit?")
+    context = make_context(tmp_path, reasoner(plan), memory)
+    result = await Asker(context).ask("me", "the deposit?")
     assert len(result.dropped_steps) == 3
     assert "not allowlisted" in result.dropped_steps[0]
     assert [s.query for s in memory.searches] == ["the deposit?"]
+    [row] = context.store.query(
+        "SELECT dropped_steps FROM telemetry_turns WHERE id = ?", result.turn_id
+    )
+    assert json.loads(row["dropped_steps"]) == result.dropped_steps  # reported in telemetry
 
     memory = FakeMemory(NOTES)
     await Asker(make_context(tmp_path / "b", reasoner("not json at all"), memory)).ask(
@@ -216,3 +223,33 @@ async def test_bad_questions_are_refused_before_any_model_call(
             "me", question, limit=limit
         )
     assert model.calls == []
+
+
+async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path) -> None:
+    context = make_context(tmp_path, reasoner({"steps": []}), FakeMemory(NOTES))
+    o = Orchestrator(context, Asker(context), Chatter(context))
+    items, turn_id = await o.search("me", "the deposit", "", 3)
+    assert len(items) == 3
+    [turn] = context.store.query(
+        "SELECT kind, query, persona, model, abstained, latency_ms FROM telemetry_turns "
+        "WHERE id = ?",
+        turn_id,
+    )
+    assert (turn["kind"], turn["query"], turn["persona"], turn["model"]) == (
+        "search",
+        "the deposit",
+        "analyst",
+        "scripted",
+    )
+    assert turn["latency_ms"] > 0
+    rows = context.store.query(
+        "SELECT item_id, final_rank, cited, channel_scores FROM telemetry_retrievals "
+        "WHERE turn_id = ? ORDER BY final_rank",
+        turn_id,
+    )
+    assert [(r["item_id"], r["final_rank"], r["cited"]) for r in rows] == [
+        ("c1", 1, 0),
+        ("c2", 2, 0),
+        ("c3", 3, 0),
+    ]
+    assert all(isinstance(json.loads(r["channel_scores"]), dict) for r in rows)

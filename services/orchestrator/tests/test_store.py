@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator.items import Citation
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.store import OrchestratorStore, _migrations
 from memex.shared.errors import FailedPrecondition, NotFound
 
 CITATION = Citation(ref="[[Note]]", item_id="c1", episode_id="e1", quote="q", support="verbatim")
@@ -135,6 +136,24 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         db.execute("PRAGMA user_version = 99")
     with pytest.raises(FailedPrecondition, match="newer than this memex"):
         OrchestratorStore(path)
+
+
+def test_an_older_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    [(first, schema_v1), *_] = _migrations()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(schema_v1)
+        db.execute(f"PRAGMA user_version = {first}")
+        db.execute(
+            "INSERT INTO telemetry_turns (id, tenant, kind, query, latency_ms, created_at) "
+            "VALUES ('t1', 'me', 'search', 'q', 1.0, '2026-01-01')"
+        )
+        db.commit()
+    store = OrchestratorStore(path)
+    [row] = store.query("SELECT id, dropped_steps FROM telemetry_turns")
+    assert (row["id"], row["dropped_steps"]) == ("t1", "[]")
+    assert store.query("PRAGMA user_version")[0][0] == _migrations()[-1][0]
+    store.close()
 
 
 def test_unknown_threads_are_not_found(store: OrchestratorStore) -> None:

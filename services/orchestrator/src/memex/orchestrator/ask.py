@@ -212,6 +212,7 @@ class Asker:
             citations=result.citations,
             grounding=result.grounding.score,
             abstained=result.abstained,
+            dropped_steps=result.dropped_steps,
         )
         return result
 

@@ -92,6 +92,7 @@ class Context:
         grounding: float | None = None,
         abstained: bool = False,
         conversation_id: str | None = None,
+        dropped_steps: Sequence[str] = (),
     ) -> str:
         """Writes the telemetry turn and its retrieval rows (SPEC B12), off the event loop."""
         cited = {c.item_id for c in citations}
@@ -107,5 +108,6 @@ class Context:
             grounding_score=grounding,
             abstained=abstained,
             conversation_id=conversation_id,
+            dropped_steps=dropped_steps,
             retrievals=[(i.item_id, i.score, i.channel_scores, i.item_id in cited) for i in items],
         )

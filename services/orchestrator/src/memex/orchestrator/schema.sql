@@ -91,3 +91,7 @@ CREATE TABLE llm_log (
   outcome            TEXT NOT NULL DEFAULT 'started',
   created_at         TEXT NOT NULL
 );
+
+-- migration 2
+-- SPEC B1: the plan steps an ask dropped as invalid are reported in its telemetry (JSON array).
+ALTER TABLE telemetry_turns ADD COLUMN dropped_steps TEXT NOT NULL DEFAULT '[]';

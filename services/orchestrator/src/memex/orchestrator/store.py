@@ -404,13 +404,16 @@ class OrchestratorStore:
         abstained: bool = False,
         conversation_id: str | None = None,
         retrievals: Sequence[tuple[str, float, dict[str, float], bool]] = (),
+        dropped_steps: Sequence[str] = (),
     ) -> str:
         """A turn row plus one row per retrieved item (item id, fused score, channel scores,
         cited), ranked in the order given; returns the turn id."""
         turn_id = new_id()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO telemetry_turns VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO telemetry_turns (id, tenant, kind, query, model, persona, "
+                "prompt_version, grounding_score, abstained, latency_ms, conversation_id, "
+                "created_at, dropped_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn_id,
                     tenant,
@@ -424,6 +427,7 @@ class OrchestratorStore:
                     latency_ms,
                     conversation_id,
                     now_iso(),
+                    json.dumps(list(dropped_steps)),
                 ),
             )
             db.executemany(
