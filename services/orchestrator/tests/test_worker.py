@@ -17,7 +17,8 @@ from memex.orchestrator.chat import Chatter
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.health import check
-from memex.shared.testing import serving
+from memex.shared.stack import StackSettings, stack_services
+from memex.shared.testing import private_stack_env, serving
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
@@ -165,3 +166,22 @@ async def test_a_worker_whose_loop_dies_stops_serving_and_says_it_failed(tmp_pat
     # The loop dies at once, which stops the service: run() returns by itself.
     await asyncio.wait_for(served.service.run(handle_signals=False), 30)
     assert served.failed
+
+
+def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_path: Path) -> None:
+    settings = StackSettings(data_dir=tmp_path)
+    services = stack_services(settings)
+    names = [s.name for s in services]
+    assert names[-2:] == ["orchestrator", "worker"]
+    orchestrator, worker = services[-2:]
+    assert worker.module == "memex.orchestrator.worker"
+    assert worker.address == "127.0.0.1:50055"
+    assert worker.env["MEMEX_ORCHESTRATOR_WORKER_PORT"] == "50055"
+    assert worker.env["MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT"] == "9155"
+    # The same state and stages as the orchestrator it works for.
+    for key in ("DATA_DIR", "RETRIEVAL_ADDR", "REASONER_ADDR", "PERSONAS_DIR"):
+        assert (
+            worker.env[f"MEMEX_ORCHESTRATOR_{key}"] == orchestrator.env[f"MEMEX_ORCHESTRATOR_{key}"]
+        )
+    env = private_stack_env(tmp_path)
+    assert env["MEMEX_WORKER_PORT"] != "50055" and env["MEMEX_WORKER_METRICS_PORT"] != "9155"
