@@ -185,3 +185,25 @@ def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_pa
         )
     env = private_stack_env(tmp_path)
     assert env["MEMEX_WORKER_PORT"] != "50055" and env["MEMEX_WORKER_METRICS_PORT"] != "9155"
+
+
+async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(tmp_path: Path) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model)
+    turn = await o.create_turn("me", "", "How much was the deposit?")
+    thinking = asyncio.Event()
+
+    async def slow(tenant: str, question: str, persona_name: str = "", limit: int = 0) -> AskResult:
+        thinking.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("never reached")
+
+    o.asker.ask = slow  # type: ignore[method-assign]
+    worker = ChatWorker(o, o.context.settings)
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(thinking.wait(), 10)
+    assert o.context.store.get_turn("me", turn.id).state == "thinking"
+    worker.stopping.set()  # what SIGTERM does
+    await asyncio.wait_for(task, 10)
+    assert o.context.store.get_turn("me", turn.id).state == "pending"
+    assert [t.role for t in o.context.store.list_turns("me", turn.thread_id)] == ["user"]
