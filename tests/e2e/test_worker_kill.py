@@ -54,6 +54,26 @@ def calls(data_dir: Path, turn_id: str, outcome: str) -> list[str]:
         return [row[0] for row in rows]
 
 
+def foreground_worker(memex_cli: list[str], env: dict[str, str]) -> str:
+    """Starts `memex worker`, returns its "started" log line once it is running, stops it with
+    SIGTERM and checks it exits 0."""
+    foreground = subprocess.Popen(
+        [*memex_cli, "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        assert foreground.stdout is not None
+        started = next(
+            (line for line in foreground.stdout if "chat worker" in line and "started" in line), ""
+        )
+        foreground.send_signal(signal.SIGTERM)
+        assert foreground.wait(timeout=30) == 0
+        return started
+    finally:
+        if foreground.poll() is None:
+            foreground.kill()
+            foreground.wait()
+
+
 async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exactly_once(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -124,3 +144,7 @@ async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exac
             row[0] for row in db.execute("SELECT purpose FROM llm_log WHERE outcome = 'ok'")
         ]
     assert "ask_plan" in purposes  # the restarted worker asked the real model again
+
+    # `memex worker` still runs one in the foreground, beside the supervised one (its own id and
+    # health port), and stops cleanly on SIGTERM.
+    assert "-chat-worker-foreground started" in foreground_worker(memex_cli, env)
