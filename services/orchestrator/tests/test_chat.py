@@ -117,3 +117,27 @@ async def test_bad_requests_fail_before_the_stream(tmp_path: Path) -> None:
         await collect(chatter, "no-such-conversation", "hi")
     with pytest.raises(NotFound, match="unknown persona"):
         await collect(chatter, "", "hi", persona="poet")
+
+
+class RecordingMemory:
+    """Passes every call to a FakeMemory and records which methods were called."""
+
+    def __init__(self, inner: FakeMemory) -> None:
+        self.inner = inner
+        self.called: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        self.called.append(name)
+        return getattr(self.inner, name)
+
+
+async def test_replies_are_never_sent_to_memory(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: REPLY})
+    memory = RecordingMemory(FakeMemory(NOTES))
+    context = make_context(tmp_path, model, memory)  # type: ignore[arg-type]
+    chatter = Chatter(context)
+    first = await collect(chatter, "", "What about the deposit?")
+    await collect(chatter, first[0].conversation_id, "And then?")  # type: ignore[union-attr]
+    # Memory is only ever read, with the user's words: the assistant's reply never reaches it.
+    assert memory.called == ["search", "search"]
+    assert [s.query for s in memory.inner.searches] == ["What about the deposit?", "And then?"]
