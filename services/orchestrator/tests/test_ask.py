@@ -253,3 +253,28 @@ async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path)
         ("c3", 3, 0),
     ]
     assert all(isinstance(json.loads(r["channel_scores"]), dict) for r in rows)
+
+
+async def test_a_persona_with_reframe_rewrites_the_question_before_planning(tmp_path: Path) -> None:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "editor.toml").write_text(
+        'name = "editor"\ndescription = "Sharpens the question first."\nchunks = 5\n'
+        'stages = ["reframe", "plan", "retrieve", "synthesize", "ground_check"]\n'
+        'system_prompt = "You answer precisely."\n'
+    )
+    model = ScriptedReasoner(
+        {
+            "Rewrite the question": ["  What deposit did Dana\nagree to? "],
+            PLAN: [json.dumps({"steps": []})],
+            ANSWER: GOOD,
+        }
+    )
+    memory = FakeMemory(NOTES)
+    context = make_context(tmp_path, model, memory)
+    result = await Asker(context).ask("me", "deposit?", persona_name="editor")
+    assert result.stages == ["reframe", "plan", "retrieve", "synthesize", "ground_check"]
+    assert result.reframed_question == "What deposit did Dana agree to?"
+    assert model.calls[1].messages[-1].content == "Question: What deposit did Dana agree to?"
+    assert [s.query for s in memory.searches] == ["What deposit did Dana agree to?"]
+    purposes = context.store.query("SELECT purpose FROM llm_log ORDER BY created_at")
+    assert [r["purpose"] for r in purposes] == ["ask_reframe", "ask_plan", "ask_synthesize"]

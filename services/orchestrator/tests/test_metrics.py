@@ -147,3 +147,20 @@ async def test_search_is_timed(tmp_path: Path) -> None:
     delta = Deltas(stage("search"))
     await o.search("me", "deposit", "", 3)
     assert delta() == [1]
+
+
+async def test_the_optional_stages_are_timed_too(tmp_path: Path) -> None:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "all.toml").write_text(
+        'name = "all"\ndescription = "Every stage."\nchunks = 5\nstages = ["reframe", "plan", '
+        '"retrieve", "seek_counter_evidence", "synthesize", "ground_check", "revise"]\n'
+        'system_prompt = "You answer precisely."\n'
+    )
+    replies = plan_and_answer()
+    replies["Rewrite the question"] = ["the deposit?"]
+    replies["AGAINST"] = ["no deposit"]
+    context = make_context(tmp_path, ScriptedReasoner(replies), FakeMemory(NOTES))
+    delta = Deltas(stage("reframe"), stage("counter_evidence"), stage("revise"))
+    result = await Asker(context).ask("me", "deposit?", persona_name="all")
+    assert result.stages[0] == "reframe" and result.stages[-1] == "revise"
+    assert delta() == [1, 1, 1]
