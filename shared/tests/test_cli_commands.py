@@ -112,7 +112,8 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
 
 @pytest.fixture
 async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Retrieval, Orchestrator]]:
-    retrieval, orchestrator = Retrieval(), Orchestrator()
+    # Fakes implement only what the CLI calls; the rest answer UNIMPLEMENTED.
+    retrieval, orchestrator = Retrieval(), Orchestrator()  # type: ignore[abstract]
     server = grpc.aio.server()
     retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(retrieval, server)
     orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(orchestrator, server)
@@ -151,7 +152,9 @@ async def test_query_sends_conditions_and_prints_records(stack: Any) -> None:
     assert code == 0
     assert "2025-03-31  events:ev-1  Boiler fixed" in out
     request = retrieval.seen[-1]
-    conditions = [(f.field, f.op, json_format.MessageToDict(f.value)) for f in request.filter]
+    conditions: list[Any] = [
+        (f.field, f.op, json_format.MessageToDict(f.value)) for f in request.filter
+    ]
     assert conditions == [
         ("date", "gte", "2025-01-01"),
         ("participants", "contains", "graham-pearce"),
