@@ -94,6 +94,15 @@ class Fake(retrieval_pb2_grpc.RetrievalServiceServicer, orchestrator_pb2_grpc.Or
         task = {"id": "inbox-1", "title": "Pay rent", "status": "pending"}
         return rpb.ListInboxResponse(items=[record("inbox", task)])
 
+    async def GetNote(self, request: Any, context: Any) -> rpb.GetNoteResponse:
+        if request.episode_id != "ep1":
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no note {request.episode_id!r}")
+        chunk = rpb.NoteChunk(id="c1", heading="Deposit", start=0, end=9)
+        return rpb.GetNoteResponse(
+            episode_id="ep1", title="Flat Deposit", path="home/Flat Deposit.md", tags=["home"],
+            text="# Deposit\nGraham returned £1,030.", chunks=[chunk],
+        )  # fmt: skip
+
 
 @pytest.fixture
 async def stack() -> AsyncIterator[tuple[StackSettings, Fake]]:
@@ -224,3 +233,15 @@ async def test_a_stopped_stack_says_memex_up() -> None:
         for name, args in [("ask", {"question": "q"}), ("list_inbox", {})]:
             text = error_text(await mcp.call_tool(name, args))
             assert "memex isn't running" in text and "memex up" in text
+
+
+async def test_get_note_of_a_citation(stack: Any) -> None:
+    settings, _ = stack
+    async with Client(build_server(settings)) as mcp:
+        hit = data(await mcp.call_tool("search", {"query": "deposit"}))["hits"][0]
+        note = data(await mcp.call_tool("get_note", {"episode_id": hit["episode_id"]}))
+        assert note["citation"] == hit["citation"] == "[[Flat Deposit]]"
+        assert note["text"].startswith("# Deposit") and note["tags"] == ["home"]
+        assert note["sections"] == [{"id": "c1", "heading": "Deposit", "start": 0, "end": 9}]
+        missing = error_text(await mcp.call_tool("get_note", {"episode_id": "gone"}))
+        assert missing.endswith("not_found: no note 'gone'")

@@ -12,8 +12,9 @@ from memex.shared.stack import StackSettings
 INSTRUCTIONS = (
     "memex is the user's personal memory: their notes, people, events, inbox and beliefs. "
     "Use `ask` for a cited answer, `search` for raw passages, `query_records` for structured "
-    "records, `person_timeline` for one person, `list_inbox` for open tasks. Quote citations "
-    'as given ("[[Note]]" or "collection:id") so the user can check them.'
+    "records, `person_timeline` for one person, `list_inbox` for open tasks, and `get_note` to "
+    'read a cited note whole. Quote citations as given ("[[Note]]" or "collection:id") so the '
+    "user can check them."
 )
 
 
@@ -27,4 +28,5 @@ def build_server(settings: StackSettings | None = None) -> MCPServer:
     server.add_tool(tools.query_records, title="Query records", annotations=read_only)
     server.add_tool(tools.person_timeline, title="Person timeline", annotations=read_only)
     server.add_tool(tools.list_inbox, title="Inbox", annotations=read_only)
+    server.add_tool(tools.get_note, title="Read a cited note", annotations=read_only)
     return server

@@ -15,6 +15,7 @@ from memex.gateway.mcp.models import (
     AskResult,
     ChannelName,
     InboxResult,
+    NoteResult,
     RecordOut,
     RecordsResult,
     SearchHit,
@@ -162,6 +163,18 @@ class Tools:
         request = retrieval_pb2.ListInboxRequest(limit=limit, include_done=include_done)
         reply = await self.stack.retrieval(lambda stub: stub.ListInbox(request))
         return InboxResult(items=[RecordOut.from_proto(r) for r in reply.items])
+
+    async def get_note(
+        self,
+        episode_id: Annotated[
+            str, Field(min_length=1, description="a citation's or a search hit's episode_id")
+        ],
+    ) -> NoteResult:
+        """The whole note a citation points to: title, path, date, tags and its text, to read
+        the cited passage in context."""
+        request = retrieval_pb2.GetNoteRequest(episode_id=episode_id)
+        reply = await self.stack.retrieval(lambda stub: stub.GetNote(request))
+        return NoteResult.from_proto(reply)
 
     async def _resolve_entity(self, person: str) -> str:
         """The entity id for an id, a name or an alias; a tool error when none or many match."""
