@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pty
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -261,3 +262,35 @@ async def test_every_read_command_says_start_memex_when_it_is_down(
     assert code == 3, err
     assert "memex isn't running" in err and "`memex up`" in err
     assert out == ""
+
+
+async def test_chat_on_a_terminal_prompts_and_streams(stack: Any) -> None:
+    env, _, orchestrator = stack
+    master, slave = pty.openpty()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "memex.cli", "chat", "--persona", "coach", env=env,
+        stdin=slave, stdout=slave, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    os.write(master, b"hello\n/exit\n")  # typed ahead; the terminal buffers it
+    chunks: list[bytes] = []
+
+    def read_all() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    await asyncio.wait_for(asyncio.to_thread(read_all), 60)
+    os.close(master)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "memex chat (coach)" in screen and "/new" in screen
+    assert "you> " in screen
+    assert "memex> You said: hello" in screen
+    assert "(reading between the lines)" in screen
+    assert [c.persona for c in orchestrator.chats] == ["coach"]
