@@ -3,6 +3,7 @@ port 0 whose servicers are fakes: what each tool sends, its typed result, and it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -55,6 +56,8 @@ class Fake(retrieval_pb2_grpc.RetrievalServiceServicer, orchestrator_pb2_grpc.Or
 
     async def Ask(self, request: Any, context: Any) -> opb.AskResponse:
         self.seen.append(request)
+        if request.question == "slow":
+            await asyncio.sleep(0.6)
         return opb.AskResponse(
             answer="£1,030 came back.",
             persona=request.persona or "analyst",
@@ -245,3 +248,18 @@ async def test_get_note_of_a_citation(stack: Any) -> None:
         assert note["sections"] == [{"id": "c1", "heading": "Deposit", "start": 0, "end": 9}]
         missing = error_text(await mcp.call_tool("get_note", {"episode_id": "gone"}))
         assert missing.endswith("not_found: no note 'gone'")
+
+
+async def test_a_long_ask_reports_progress(stack: Any) -> None:
+    settings, _ = stack
+    seen: list[tuple[float, str | None]] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, message))
+
+    async with Client(build_server(settings, progress_every_s=0.1)) as mcp:
+        out = data(await mcp.call_tool("ask", {"question": "slow"}, progress_callback=progress))
+    assert out["answer"]
+    assert len(seen) >= 3
+    assert [v for v, _ in seen] == sorted(v for v, _ in seen)
+    assert all(m and m.startswith("thinking") for _, m in seen)

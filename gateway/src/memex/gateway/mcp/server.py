@@ -18,9 +18,10 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(settings: StackSettings | None = None) -> MCPServer:
-    """An MCP server whose tools talk to the stack at ``settings``' addresses."""
-    tools = Tools(Stack(settings or StackSettings()))
+def build_server(settings: StackSettings | None = None, progress_every_s: float = 5.0) -> MCPServer:
+    """An MCP server whose tools talk to the stack at ``settings``' addresses; a long ask
+    reports progress every ``progress_every_s`` to a client that asked for it."""
+    tools = Tools(Stack(settings or StackSettings()), progress_every_s)
     server: MCPServer = MCPServer(name="memex", instructions=INSTRUCTIONS, log_level="WARNING")
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     server.add_tool(tools.ask, title="Ask memex", annotations=read_only)
