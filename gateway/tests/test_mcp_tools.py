@@ -254,11 +254,11 @@ async def test_a_long_ask_reports_progress(stack: Any) -> None:
     settings, _ = stack
     seen: list[tuple[float, str | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
 
     async with Client(build_server(settings, progress_every_s=0.1)) as mcp:
-        out = data(await mcp.call_tool("ask", {"question": "slow"}, progress_callback=progress))
+        out = data(await mcp.call_tool("ask", {"question": "slow"}, progress_callback=on_progress))
     assert out["answer"]
     assert len(seen) >= 3
     assert [v for v, _ in seen] == sorted(v for v, _ in seen)
