@@ -118,7 +118,7 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
         summary = {"running": state is not None, "supervisor_pid": pid, "services": report}
         _print(json.dumps(summary, indent=2))
     else:
-        _print("memex is running" if state else "memex is not running; start it with `memex up`")
+        _print("memex is running" if state else "memex isn't running — start it with `memex up`")
         for name, service in report.items():
             _print(
                 f"  {name:<12} {service['health']:<12} {service['address']}"
@@ -146,3 +146,13 @@ def worker(args: argparse.Namespace, settings: StackSettings) -> int:
     env.pop("MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT", None)
     env.setdefault("MEMEX_ORCHESTRATOR_WORKER_ID", f"{socket.gethostname()}-chat-worker-foreground")
     os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.worker"], env)
+
+
+def mcp(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Runs the MCP server on stdio (for an MCP client to spawn); it talks to the running stack."""
+    try:
+        import memex.gateway.mcp  # noqa: F401 - only to say clearly when it is missing
+    except ImportError:
+        print("the MCP server needs the memex-gateway package (`make install`)", file=sys.stderr)
+        return EXIT_FAILED
+    os.execvp(sys.executable, [sys.executable, "-m", "memex.gateway.mcp"])
