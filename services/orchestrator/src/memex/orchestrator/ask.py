@@ -89,7 +89,7 @@ class AskResult:
 def _draft(text: str) -> tuple[str, list[dict[str, object]], str]:
     """(answer, raw citations, opinion) from the synthesize hop's JSON; prose if it is not JSON."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except ValueError:
         return text.strip(), [], ""
     if not isinstance(value, dict):

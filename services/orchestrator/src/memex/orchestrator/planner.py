@@ -95,7 +95,7 @@ def _validate(raw: Any) -> Step | str:
 def parse_plan(text: str, question: str) -> Plan:
     """Validates the model's plan; falls back to searching the question itself."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except ValueError:
         value = None
     raw_steps = value.get("steps") if isinstance(value, dict) else None

@@ -43,7 +43,7 @@ def parse_schema(text: str) -> dict[str, Any] | None:
 def validate_output(text: str, schema: Mapping[str, Any]) -> None:
     """InvalidOutput unless ``text`` is JSON that satisfies ``schema``."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError as exc:
         raise InvalidOutput(f"the model's output is not valid JSON ({exc.msg})") from None
     error = jsonschema.exceptions.best_match(

@@ -1,0 +1,18 @@
+"""The model's JSON is read leniently: raw control characters inside strings are not failures."""
+
+from __future__ import annotations
+
+from memex.orchestrator.ask import _draft
+from memex.orchestrator.planner import Step, parse_plan
+
+
+def test_a_plan_with_a_raw_newline_in_a_query_is_kept() -> None:
+    plan = parse_plan('{"steps": [{"tool": "search_vault", "query": "deposit\nGraham"}]}', "q")
+    assert not plan.fell_back
+    assert plan.steps == (Step("search_vault", query="deposit\nGraham"),)
+
+
+def test_an_answer_with_a_raw_newline_is_read_as_json() -> None:
+    answer, citations, _ = _draft('{"answer": "line one\nline two", "citations": []}')
+    assert answer == "line one\nline two"
+    assert citations == []
