@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from memex.shared import errors
 from memex.shared.grpc_errors import INTERNAL_MESSAGE, status_for
@@ -134,7 +135,21 @@ async def handle_http_exception(request: Request, exc: Exception) -> JSONRespons
     response = error_json(code, str(exc.detail), exc.status_code)
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route matching the path only; a path served by
+        # several routes (GET and DELETE of a conversation) allows all of theirs.
+        response.headers["Allow"] = ", ".join(sorted(allowed_methods(request)))
     return response
+
+
+def allowed_methods(request: Request) -> set[str]:
+    """Every method some route serves at the request's path."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "__NONE__"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return methods
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
