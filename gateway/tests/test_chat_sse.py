@@ -114,3 +114,24 @@ def test_a_client_that_disconnects_cancels_the_grpc_call(
             break
         time.sleep(0.1)
     assert 'memex_gateway_open_streams{route="/v1/chat"} 0.0' in metrics
+
+
+def test_a_client_that_gives_up_on_an_ask_cancels_it(gateway: Gateway) -> None:
+    gateway.orchestrator.ask_cancelled.clear()
+    with (
+        httpx.Client(base_url=gateway.url, timeout=0.5) as client,
+        pytest.raises(httpx.ReadTimeout),
+    ):
+        client.post("/v1/ask", json={"question": "slow"})
+    assert gateway.orchestrator.ask_cancelled.wait(10), "the ask outlived its client"
+
+
+def test_a_client_that_gives_up_on_a_completion_cancels_the_chat(gateway: Gateway) -> None:
+    gateway.orchestrator.cancelled.clear()
+    body = {"model": "memex", "messages": [{"role": "user", "content": "slow"}]}
+    with (
+        httpx.Client(base_url=gateway.url, timeout=0.5) as client,
+        pytest.raises(httpx.ReadTimeout),
+    ):
+        client.post("/v1/chat/completions", json=body)
+    assert gateway.orchestrator.cancelled.wait(10), "the chat outlived its client"

@@ -25,12 +25,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from sse_starlette import ServerSentEvent
 
 from memex.gateway import metrics, models
 from memex.gateway.chat_stream import ChatStream, open_chat, status_code
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
 from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
 from memex.gateway.security import caller
@@ -160,15 +161,16 @@ async def chat_completions(
     c: ClientsDep,
     s: SettingsDep,
     body: models.ChatCompletionRequest,
+    request: Request,
 ) -> Any:
     """A memex chat reply in OpenAI's shape, with citations in the `memex` extension."""
-    request = opb.ChatRequest(
+    chat_request = opb.ChatRequest(
         tenant=s.tenant,
         conversation_id=body.memex.conversation_id if body.memex else "",
         message=chat_message(body),
         persona=persona_of(body),
     )
-    stream = await open_chat(c.orchestrator, request, s.chat_timeout_seconds)
+    stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
     if body.stream:
         return StreamResponse(
             _chunks(stream),
@@ -178,7 +180,7 @@ async def chat_completions(
             sep="\n",
         )
     try:
-        meta, text, extension = await _collect(stream)
+        meta, text, extension = await unless_disconnected(request, _collect(stream), stream.cancel)
     finally:
         stream.cancel()
     return models.ChatCompletion(
