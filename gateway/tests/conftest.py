@@ -63,14 +63,15 @@ def start_gateway(tmp: Path, **overrides: Any) -> tuple[Gateway, threading.Threa
         )
         async with serving(service) as running:
             address = f"127.0.0.1:{running.port}"
-            settings = GatewaySettings(
-                host="127.0.0.1",
-                port=0,
-                orchestrator_addr=address,
-                retrieval_addr=address,
-                keys_file=tmp / "keys.json",
+            given: dict[str, Any] = {
+                "host": "127.0.0.1",
+                "port": 0,
+                "orchestrator_addr": address,
+                "retrieval_addr": address,
+                "keys_file": tmp / "keys.json",
                 **overrides,
-            )
+            }
+            settings = GatewaySettings(**given)
             sock = socket.socket()
             sock.bind(("127.0.0.1", 0))
             server = uvicorn.Server(

@@ -15,6 +15,7 @@ from memex.gateway.app import StartupError, check_startup
 from memex.gateway.config import GatewaySettings, is_loopback
 from memex.gateway.security import RateLimiter
 from memex.shared import apikeys
+from memex.shared.testing import free_port
 
 from .conftest import running_gateway
 
@@ -207,3 +208,24 @@ def test_a_deep_health_check_reports_a_service_that_is_down(tmp_path: Path) -> N
             "status": "degraded",
             "services": {"orchestrator": "UNREACHABLE", "weaviate": "UNREACHABLE"},
         }
+
+
+def test_services_that_are_down_are_503_with_a_plain_message(tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    with (
+        running_gateway(
+            tmp_path, orchestrator_addr=dead, retrieval_addr=dead, rate_limit_per_minute=0
+        ) as g,
+        httpx.Client(base_url=g.url, timeout=30) as c,
+    ):
+        for response in (
+            c.post("/v1/ask", json={"question": "q"}),
+            c.post("/v1/chat", json={"message": "hi"}),
+            c.get("/v1/inbox"),
+            c.get("/v1/conversations"),
+        ):
+            assert response.status_code == 503
+            assert response.json()["error"] == {
+                "code": "UNAVAILABLE",
+                "message": "a memex service is not reachable; is the stack up (`memex status`)?",
+            }

@@ -66,7 +66,12 @@ class ApiError(Exception):
             log.error("upstream failed with %s: %s", code.name, exc.details())
             message = INTERNAL_MESSAGE.format(request_id=request_id_var.get())
             return cls(grpc.StatusCode.INTERNAL, message)
-        return cls(code, exc.details() or code.name)
+        details = exc.details() or code.name
+        if code == grpc.StatusCode.UNAVAILABLE and "connect" in details.lower():
+            # The channel's own words ("failed to connect to all addresses; ...") help nobody.
+            log.warning("upstream unreachable: %s", details)
+            details = "a memex service is not reachable; is the stack up (`memex status`)?"
+        return cls(code, details)
 
     @classmethod
     def from_domain(cls, exc: errors.MemexError) -> ApiError:
