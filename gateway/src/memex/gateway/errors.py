@@ -38,9 +38,6 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
 }
 """Anything not listed (UNKNOWN, INTERNAL, UNIMPLEMENTED, DATA_LOSS) is 500."""
 
-# The HTTP statuses the gateway itself produces, besides those of the table.
-PAYLOAD_TOO_LARGE = 413
-
 
 def http_status(code: grpc.StatusCode) -> int:
     """The HTTP status of a gRPC status code."""
