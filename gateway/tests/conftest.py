@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -72,24 +71,28 @@ def start_gateway(tmp: Path, **overrides: Any) -> tuple[Gateway, threading.Threa
                 **overrides,
             }
             settings = GatewaySettings(**given)
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
             server = uvicorn.Server(
-                uvicorn.Config(create_app(settings), log_config=None, access_log=False)
+                uvicorn.Config(
+                    create_app(settings),
+                    host="127.0.0.1",
+                    port=0,
+                    log_config=None,
+                    access_log=False,
+                )
             )
             loop = asyncio.get_running_loop()
-            started.update(
-                settings=settings,
-                port=sock.getsockname()[1],
-                stop=lambda: loop.call_soon_threadsafe(setattr, server, "should_exit", True),
-            )
-            task = asyncio.create_task(server.serve(sockets=[sock]))
+            task = asyncio.create_task(server.serve())
             # uvicorn offers no started event to wait on
             while not server.started and not task.done():  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
+            if server.started:
+                started.update(
+                    settings=settings,
+                    port=server.servers[0].sockets[0].getsockname()[1],
+                    stop=lambda: loop.call_soon_threadsafe(setattr, server, "should_exit", True),
+                )
             ready.set()
             await task
-            sock.close()
 
     thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
     thread.start()
