@@ -53,11 +53,8 @@ def metric(url: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-@pytest.fixture
-def stack(memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+def start(memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     require(default_model_path(), "run `make models`")
-    # Long replies, so that a disconnect lands while the model is still generating.
-    stack_env["MEMEX_ORCHESTRATOR_ANSWER_MAX_TOKENS"] = "1000"
     vault = tmp_path / "vault"
     vault.mkdir()
     for name, text in NOTES.items():
@@ -70,7 +67,21 @@ def stack(memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path) -> di
     return stack_env
 
 
-def test_the_gateway_on_the_real_stack(memex_cli: list[str], stack: dict[str, str]) -> None:
+def ask(client: httpx.Client, question: str) -> httpx.Response:
+    """POST /v1/ask. The reasoner sometimes rejects SmolLM's grammar-constrained JSON for a raw
+    control character in a string (a reasoner issue, reported); that answer is asked again, at
+    most twice, so this test stays about the gateway."""
+    for _ in range(3):
+        asked = client.post("/v1/ask", json={"question": question})
+        if "output is not valid JSON" not in asked.text:
+            break
+    return asked
+
+
+def test_the_gateway_on_the_real_stack(
+    memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
+) -> None:
+    stack = start(memex_cli, stack_env, tmp_path)
     base = f"http://127.0.0.1:{stack['MEMEX_GATEWAY_PORT']}"
     status = json.loads(run(memex_cli, stack, "status", "--json").stdout)
     assert status["services"]["gateway"]["health"] == "SERVING"
@@ -85,9 +96,7 @@ def test_the_gateway_on_the_real_stack(memex_cli: list[str], stack: dict[str, st
         }
 
         # Ask: the structured answer; every surviving citation names a note that was shown.
-        asked = client.post(
-            "/v1/ask", json={"question": "How much of the deposit did Graham return?"}
-        )
+        asked = ask(client, "How much of the deposit did Graham return?")
         assert asked.status_code == 200, asked.text
         answer = asked.json()
         assert answer["answer"] and answer["persona"] == "analyst"
@@ -135,7 +144,12 @@ def test_the_gateway_on_the_real_stack(memex_cli: list[str], stack: dict[str, st
     assert "".join(c.choices[0].delta.content or "" for c in chunks)
 
 
-def test_a_disconnect_stops_the_model(stack: dict[str, str]) -> None:
+def test_a_disconnect_stops_the_model(
+    memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Long replies, so that the disconnect lands while the model is still generating.
+    stack_env["MEMEX_ORCHESTRATOR_ANSWER_MAX_TOKENS"] = "1000"
+    stack = start(memex_cli, stack_env, tmp_path)
     base = f"http://127.0.0.1:{stack['MEMEX_GATEWAY_PORT']}"
     reasoner = f"http://127.0.0.1:{stack['MEMEX_REASONER_METRICS_PORT']}/metrics"
     orchestrator = f"http://127.0.0.1:{stack['MEMEX_ORCHESTRATOR_METRICS_PORT']}/metrics"
