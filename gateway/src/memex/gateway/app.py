@@ -104,7 +104,8 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         version="1",
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        # FastAPI's docs pages load their scripts from a CDN; memex never phones home.
+        docs_url=None,
         redoc_url=None,
     )
     app.openapi = _spec_with_400s(app)  # type: ignore[method-assign]
