@@ -75,9 +75,9 @@ def _spec_with_400s(app: FastAPI) -> Callable[[], dict[str, Any]]:
             )
             for path in spec["paths"].values():
                 for operation in path.values():
-                    responses = operation.get("responses", {})
-                    if responses.pop("422", None) is not None or "400" not in responses:
-                        responses.setdefault("400", ERROR_400)
+                    responses = operation.setdefault("responses", {})
+                    responses.pop("422", None)
+                    responses.setdefault("400", ERROR_400)
             schemas = spec.get("components", {}).get("schemas", {})
             schemas.setdefault("ErrorBody", ErrorBody.model_json_schema(ref_template=REF))
             for name in ("HTTPValidationError", "ValidationError"):
