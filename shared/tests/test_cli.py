@@ -13,7 +13,7 @@ from memex.shared.testing import free_port
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",
-    "search", "query", "timeline", "inbox", "note", "mcp",
+    "search", "query", "timeline", "inbox", "note", "mcp", "keys",
 ]  # fmt: skip
 
 

@@ -52,6 +52,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         "MEMEX_ORCHESTRATOR_METRICS_PORT": str(free_port()),
         "MEMEX_WORKER_PORT": str(free_port()),
         "MEMEX_WORKER_METRICS_PORT": str(free_port()),
+        "MEMEX_GATEWAY_PORT": str(free_port()),
         "MEMEX_WEAVIATE_HTTP_PORT": str(theirs.http),
         "MEMEX_WEAVIATE_GRPC_PORT": str(theirs.grpc),
         # Read by the launcher itself (the stack passes them through): cluster ports.
@@ -80,6 +81,7 @@ def test_up_with_weaviate_indexes_and_searches(stack_env: dict[str, str], tmp_pa
         "reasoner",
         "orchestrator",
         "worker",
+        "gateway",
     ]
     assert all(s["health"] == "SERVING" for s in services.values())
     key_file = tmp_path / "data" / "weaviate" / "api-key"

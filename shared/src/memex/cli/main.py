@@ -13,6 +13,7 @@ from memex.cli import (
     chat_command,
     embed_command,
     generate_command,
+    key_commands,
     records_commands,
     retrieval_commands,
     stack_commands,
@@ -81,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     retrieval_commands.add_parsers(commands)
     records_commands.add_parsers(commands)
     generate_command.add_parser(commands)
+    key_commands.add_parsers(commands)
 
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)

@@ -1,0 +1,16 @@
+"""Fixtures of the gateway's tests (the harness itself is ``memex.gateway.testing``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from memex.gateway.testing import Gateway, running_gateway
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A gateway with default settings (loopback, keys optional), shared by a module."""
+    with running_gateway(tmp_path_factory.mktemp("gateway"), rate_limit_per_minute=0) as g:
+        yield g
