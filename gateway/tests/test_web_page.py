@@ -12,6 +12,7 @@ import mimetypes
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, Route, expect, sync_playwright
@@ -58,6 +59,19 @@ CITATIONS = [
     },
 ]
 
+NOTE = {
+    "episode_id": "ep-deposit",
+    "title": "Flat Deposit Agreement",
+    "path": "home/Flat Deposit Agreement.md",
+    "date": "2026-04-28",
+    "text": "# Deal 🏠\nGraham returns £1,030 of the £1,150.\n# Later\nIt came late.",
+    # Offsets count code points, as Python does; the emoji is two UTF-16 units in JavaScript.
+    "chunks": [
+        {"id": "c0", "ordinal": 0, "heading": "Deal", "start": 0, "end": 9},
+        {"id": "c1", "ordinal": 1, "heading": "Deal", "start": 9, "end": 46},
+    ],
+}
+
 
 def sse(*events: tuple[str, dict[str, Any]]) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
@@ -74,10 +88,11 @@ class Api:
 
     def handle(self, route: Route) -> None:
         request = route.request
-        path = request.url.removeprefix(BASE)
+        path = urlsplit(request.url).path
         self.requests.append((request.method, path, request.headers, request.post_data))
-        if path == "/" or path.startswith("/static/"):
-            name = "index.html" if path == "/" else path.removeprefix("/static/")
+        if path == "/" or path.startswith(("/static/", "/notes/")):
+            # The gateway serves the page itself at / and at /notes/{id}.
+            name = path.removeprefix("/static/") if path.startswith("/static/") else "index.html"
             file = WEB / name
             kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
             route.fulfill(status=200, body=file.read_bytes(), content_type=kind)
@@ -87,6 +102,8 @@ class Api:
                 route.fulfill(status=self.chat_status, json=error)
             else:
                 route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
+        elif path == "/v1/notes/ep-deposit":
+            route.fulfill(json=NOTE)
         elif path.startswith("/v1/conversations"):
             route.fulfill(json={"conversations": []})
         elif path == "/v1/threads":
@@ -165,7 +182,7 @@ def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
     labels = answer.locator(".citation .support").all_inner_texts()
     assert labels == ["verbatim", "paraphrase", "reading between the lines"]
     link = answer.get_by_role("link", name="[[Flat Deposit Agreement]]")
-    expect(link).to_have_attribute("href", "/notes/ep-deposit")
+    expect(link).to_have_attribute("href", "/notes/ep-deposit?chunk=c1")
     # A record citation without a note shows its ref and quote, not a dead link.
     expect(answer.locator(".citation").nth(2).locator("a")).to_have_count(0)
     expect(answer.locator(".citation").nth(2)).to_contain_text("events:ev-deposit-agreed")
@@ -226,3 +243,24 @@ def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> N
     polled = [p for m, p, _, _ in api.requests if p == "/v1/turns/t1"]
     assert len(polled) == 3
     expect(page.locator("#threads li")).to_have_count(1)
+
+
+def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, api: Api) -> None:
+    api.chat_body = sse(
+        ("delta", {"text": "£1,030."}),
+        ("citations", {"citations": CITATIONS[:1], "withheld": 0}),
+        ("done", {"message_id": "m1", "latency_ms": 1.0, "chunks_considered": 1}),
+    )
+    ask(page, "How much came back?")
+    page.get_by_role("link", name="[[Flat Deposit Agreement]]").click()
+    expect(page).to_have_url(f"{BASE}/notes/ep-deposit?chunk=c1")
+    expect(page.get_by_role("heading", name="Flat Deposit Agreement")).to_be_visible()
+    expect(page.locator("mark#cited")).to_have_text("Graham returns £1,030 of the £1,150.\n")
+    expect(page.get_by_label("Message")).to_be_hidden()
+    page.get_by_role("link", name="Back to chat").click()
+    expect(page.get_by_label("Message")).to_be_visible()
+
+
+def test_an_unknown_note_says_so(page: Page) -> None:
+    page.goto(f"{BASE}/notes/ep-gone")
+    expect(page.get_by_role("alert")).to_contain_text("NOT_FOUND")

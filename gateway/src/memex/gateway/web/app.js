@@ -10,6 +10,7 @@ import {
   renderMeta,
   renderTurnState,
 } from "./render.js";
+import { closeNote, noteIdFromLocation, showNote } from "./note.js";
 
 const POLL_MS = 1000;
 const PERSONA_STORAGE = "memex.persona";
@@ -176,6 +177,7 @@ async function showReply(question, turn) {
 
 async function openConversation(id) {
   closeSidebarOnNarrow();
+  closeNote();
   state.mode = "stream";
   setMode("stream");
   try {
@@ -201,6 +203,7 @@ async function openConversation(id) {
 
 async function openThread(id, title) {
   closeSidebarOnNarrow();
+  closeNote();
   setMode("queue");
   try {
     const { turns } = await getJson(`/v1/threads/${encodeURIComponent(id)}/turns`);
@@ -312,6 +315,7 @@ function setMode(mode) {
 }
 
 function newConversation() {
+  closeNote();
   state.conversationId = "";
   state.threadId = "";
   clearLog("New conversation");
@@ -374,6 +378,8 @@ function init() {
     $("sidebar-toggle").setAttribute("aria-expanded", String(open));
   });
   refreshSidebar();
+  const noteId = noteIdFromLocation();
+  if (noteId) showNote(noteId);
 }
 
 init();

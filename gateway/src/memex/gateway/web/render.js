@@ -35,14 +35,16 @@ export function supportOf(value) {
   return name in SUPPORT_LABELS ? name : "paraphrase";
 }
 
-/** Where a note opens: the page's note view, when the citation names a note. */
-export function noteHref(episodeId) {
-  return episodeId ? `/notes/${encodeURIComponent(episodeId)}` : null;
+/** Where a note opens: the page's note view (cited chunk marked), when the citation names one. */
+export function noteHref(episodeId, itemId) {
+  if (!episodeId) return null;
+  const chunk = itemId ? `?chunk=${encodeURIComponent(itemId)}` : "";
+  return `/notes/${encodeURIComponent(episodeId)}${chunk}`;
 }
 
 function citationItem(citation) {
   const support = supportOf(citation.support);
-  const href = noteHref(citation.episode_id);
+  const href = noteHref(citation.episode_id, citation.item_id);
   const ref = citation.ref || citation.item_id || "source";
   const label = href ? el("a", { href, class: "ref" }, ref) : el("span", { class: "ref" }, ref);
   return el(
