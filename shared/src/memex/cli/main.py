@@ -12,6 +12,7 @@ from memex.cli import (
     ask_commands,
     embed_command,
     generate_command,
+    key_commands,
     retrieval_commands,
     stack_commands,
 )
@@ -72,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     forget.set_defaults(run=ask_commands.forget)
     retrieval_commands.add_parsers(commands)
     generate_command.add_parser(commands)
+    key_commands.add_parsers(commands)
 
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)

@@ -6,6 +6,7 @@ One place turns the stack settings (``MEMEX_...``) into each service's own envir
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class StackSettings(BaseSettings):
     retrieval_metrics_port: int = Field(9152, ge=1, le=65535, description="Retrieval /metrics.")
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
     reasoner_metrics_port: int = Field(9153, ge=1, le=65535, description="Reasoner /metrics.")
+    gateway_port: int = Field(8765, ge=1, le=65535, description="HTTP gateway port.")
     store: Literal["embedded", "weaviate"] = Field(
         "embedded", description="Retrieval backend; weaviate also runs a Weaviate server."
     )
@@ -157,6 +159,27 @@ def _grpc_service(settings: StackSettings, stage: str, **env: str) -> ServiceDef
     )
 
 
+def gateway_service(settings: StackSettings, upstream: list[ServiceDef]) -> ServiceDef:
+    """The HTTP gateway, last: its deep health check asks every service started before it."""
+    host, port = settings.host, settings.gateway_port
+    checks = {s.name: s.health_url or s.address for s in upstream if s.health_url or s.address}
+    return ServiceDef(
+        name="gateway",
+        module="memex.gateway",
+        address=f"{host}:{port}",
+        health_service="",
+        health_url=f"http://{host}:{port}/healthz",
+        env={
+            "MEMEX_GATEWAY_HOST": host,
+            "MEMEX_GATEWAY_PORT": str(port),
+            "MEMEX_GATEWAY_ORCHESTRATOR_ADDR": settings.orchestrator_addr,
+            "MEMEX_GATEWAY_RETRIEVAL_ADDR": settings.retrieval_addr,
+            "MEMEX_GATEWAY_KEYS_FILE": str(settings.data_dir / "gateway" / "keys.json"),
+            "MEMEX_GATEWAY_HEALTH_CHECKS": json.dumps(checks),
+        },
+    )
+
+
 def stack_services(settings: StackSettings) -> list[ServiceDef]:
     """The services in start order (a service starts after those it calls). The reasoner's
     engine and model come from the MEMEX_REASONER_* variables the stack inherits."""
@@ -168,7 +191,7 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         store_dir=str(settings.data_dir / "retrieval"),
     )
     retrieval.env.update(retrieval_store_env(settings))
-    return [
+    services = [
         *stores,
         _grpc_service(settings, "embedding"),
         retrieval,
@@ -182,3 +205,4 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
             personas_dir=str(settings.data_dir / "personas"),
         ),
     ]
+    return [*services, gateway_service(settings, services)]

@@ -1,0 +1,144 @@
+"""The one place where gRPC status codes (and domain errors) become HTTP statuses.
+
+Every error response has the same body, ``{"error": {"code", "message"}}``, with ``code`` the gRPC
+status name, so a client handles one shape whatever failed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from memex.shared import errors
+from memex.shared.grpc_errors import INTERNAL_MESSAGE, status_for
+from memex.shared.logs import request_id_var
+
+log = logging.getLogger(__name__)
+
+HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    # 499 is nginx's "client closed request": the caller gave up, nobody reads this response.
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+}
+"""Anything not listed (UNKNOWN, INTERNAL, UNIMPLEMENTED, DATA_LOSS) is 500."""
+
+# The HTTP statuses the gateway itself produces, besides those of the table.
+PAYLOAD_TOO_LARGE = 413
+
+
+def http_status(code: grpc.StatusCode) -> int:
+    """The HTTP status of a gRPC status code."""
+    return HTTP_STATUS.get(code, 500)
+
+
+class ApiError(Exception):
+    """An error the gateway answers with: a gRPC status name, an HTTP status and a message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, http: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http = http if http is not None else http_status(code)
+        self.headers: dict[str, str] = {}
+
+    @classmethod
+    def from_rpc(cls, exc: grpc.aio.AioRpcError) -> ApiError:
+        """A peer's failure, passed on. Its details are the peer's client-facing message (the
+        services never put internals there), except for statuses without a domain meaning."""
+        code = exc.code()
+        if http_status(code) == 500:
+            log.error("upstream failed with %s: %s", code.name, exc.details())
+            message = INTERNAL_MESSAGE.format(request_id=request_id_var.get())
+            return cls(grpc.StatusCode.INTERNAL, message)
+        return cls(code, exc.details() or code.name)
+
+    @classmethod
+    def from_domain(cls, exc: errors.MemexError) -> ApiError:
+        """A domain error raised inside the gateway."""
+        return cls(status_for(exc), exc.message)
+
+    def body(self) -> dict[str, dict[str, str]]:
+        """The JSON error body."""
+        return {"error": {"code": self.code.name, "message": self.message}}
+
+    def response(self) -> JSONResponse:
+        """The HTTP response."""
+        return JSONResponse(self.body(), status_code=self.http, headers=self.headers)
+
+
+def error_json(code: str, message: str, status: int) -> JSONResponse:
+    """An error response with an explicit code name (for statuses outside the gRPC table)."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def handle_api_error(request: Request, exc: Exception) -> JSONResponse:
+    """ApiError → its response."""
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def handle_rpc_error(request: Request, exc: Exception) -> JSONResponse:
+    """A gRPC failure that a route did not translate → the table."""
+    assert isinstance(exc, grpc.aio.AioRpcError)
+    return ApiError.from_rpc(exc).response()
+
+
+async def handle_domain_error(request: Request, exc: Exception) -> JSONResponse:
+    """A domain error → the table, through its gRPC status."""
+    assert isinstance(exc, errors.MemexError)
+    return ApiError.from_domain(exc).response()
+
+
+async def handle_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 becomes 400 INVALID_ARGUMENT with a message naming the fields."""
+    assert isinstance(exc, RequestValidationError)
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    message = "invalid request: " + "; ".join(problems) if problems else "invalid request"
+    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, message).response()
+
+
+_CODE_BY_HTTP = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "INVALID_ARGUMENT",
+    409: "ALREADY_EXISTS",
+    413: "RESOURCE_EXHAUSTED",
+    429: "RESOURCE_EXHAUSTED",
+}
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own errors (unknown path, wrong method) in the same JSON shape."""
+    assert isinstance(exc, HTTPException)
+    code = _CODE_BY_HTTP.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "UNKNOWN")
+    response = error_json(code, str(exc.detail), exc.status_code)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: a fixed message with the request id; the traceback goes to the log only."""
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    message = INTERNAL_MESSAGE.format(request_id=request_id_var.get())
+    return error_json("INTERNAL", message, 500)

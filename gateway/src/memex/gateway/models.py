@@ -1,0 +1,357 @@
+"""Request and response bodies of the HTTP API, as published in its OpenAPI spec.
+
+Field names are the proto field names; enums are lower-case words. Limits mirror the services'
+own, so a request the gateway accepts is one the services can serve.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_TEXT = 8000
+Support = Literal["unspecified", "verbatim", "paraphrase", "inference"]
+Role = Literal["unspecified", "user", "assistant"]
+TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields are refused, so a typo is a 400, not a silent default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- errors and health -------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="gRPC status name, e.g. NOT_FOUND or INVALID_ARGUMENT.")
+    message: str = Field(description="What went wrong and what to change.")
+
+
+class ErrorBody(BaseModel):
+    """Every error response."""
+
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    """Shallow: the gateway answers. Deep: each stack service's health status name."""
+
+    status: Literal["ok", "degraded"]
+    services: dict[str, str] | None = Field(
+        None, description="Deep checks only: service name to SERVING, NOT_SERVING, UNREACHABLE."
+    )
+
+
+# --- shared shapes -----------------------------------------------------------------------------
+
+
+class Citation(BaseModel):
+    """A checked citation: always one of the items the model was shown."""
+
+    ref: str = Field(description='"[[Note Title]]" for notes, "collection:id" for records.')
+    item_id: str = Field(description="The chunk or record the citation rests on.")
+    episode_id: str = Field(description="The note it belongs to; empty for records.")
+    quote: str = Field(description="The quote the model gave, if any.")
+    support: Support = Field(description="How strongly the cited text supports the quote.")
+
+
+class Provenance(BaseModel):
+    episode_id: str
+    date: str = Field(description="YYYY-MM-DD.")
+    title: str
+    path: str = Field(description="Path of the note relative to the vault root.")
+    heading: str = Field(description='Heading path inside the note, e.g. "Plans > Q3".')
+
+
+class ChannelScore(BaseModel):
+    channel: str = Field(description="vector, keyword, graph, beliefs or observations.")
+    rank: int
+    score: float
+
+
+class RetrievedItem(BaseModel):
+    """One search result with how each retrieval channel scored it."""
+
+    id: str
+    kind: str = Field(description="chunk, record, belief or observation.")
+    text: str
+    provenance: Provenance
+    citation: str
+    sensitive: bool
+    collection: str
+    channel_scores: list[ChannelScore]
+    fused_score: float
+    recency_factor: float
+    salience_factor: float
+    score: float
+    attributes: dict[str, Any]
+
+
+class Record(BaseModel):
+    """A structured record from an allowlisted collection."""
+
+    collection: str
+    id: str
+    fields: dict[str, Any]
+    citation: str
+    sensitive: bool
+
+
+# --- ask, chat, search -------------------------------------------------------------------------
+
+
+class AskRequest(Strict):
+    question: str = Field(min_length=1, max_length=MAX_TEXT)
+    persona: str = Field("", max_length=64, description="Empty: analyst.")
+    limit: int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
+
+
+class Grounding(BaseModel):
+    cited: int = Field(description="Citations the model gave.")
+    grounded: int = Field(description="Citations kept after grounding.")
+    score: float = Field(description="grounded / cited; 0 when nothing was cited.")
+    dropped: list[str] = Field(description="Refs dropped because they named nothing shown.")
+
+
+class AskResponse(BaseModel):
+    answer: str
+    citations: list[Citation]
+    persona: str
+    grounding: Grounding
+    abstained: bool
+    stages: list[str] = Field(description='Stages that ran, e.g. ["plan", "retrieve", ...].')
+    reframed_question: str
+    opinion: str = Field(description="An opinion the model offered, apart from the answer.")
+    withheld: int = Field(description="Sensitive items held back from a remote reasoner.")
+    model: str
+    latency_ms: float
+    turn_id: str
+
+
+class ChatRequest(Strict):
+    message: str = Field(min_length=1, max_length=MAX_TEXT)
+    conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")
+    persona: str = Field("", max_length=64, description="Empty: friend.")
+
+
+class ChatMeta(BaseModel):
+    """`event: meta`, first."""
+
+    conversation_id: str
+    model: str
+    persona: str
+
+
+class ChatDelta(BaseModel):
+    """`event: delta`, many: the next piece of the reply."""
+
+    text: str
+
+
+class ChatCitations(BaseModel):
+    """`event: citations`, once, after the last delta."""
+
+    citations: list[Citation]
+    withheld: int
+
+
+class ChatDone(BaseModel):
+    """`event: done`, terminal."""
+
+    message_id: str
+    latency_ms: float
+    chunks_considered: int
+
+
+class ChatError(BaseModel):
+    """`event: error`, terminal, in place of the rest of the stream."""
+
+    code: str
+    message: str
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=2000)
+    limit: int = Field(0, ge=0, le=100, description="Items to return; 0: the default.")
+    persona: str = Field("", max_length=64, description="Persona whose search settings apply.")
+
+
+class SearchResponse(BaseModel):
+    items: list[RetrievedItem]
+    turn_id: str
+
+
+# --- records -----------------------------------------------------------------------------------
+
+
+class FieldFilter(Strict):
+    """`field op value`; see the retrieval contract for the operators' meaning."""
+
+    field: str = Field(min_length=1, max_length=128)
+    op: Literal["eq", "ne", "lt", "lte", "gt", "gte", "contains", "in"]
+    value: Any = Field(description="Any JSON value; a list for `in`.")
+
+
+class RecordsQuery(Strict):
+    collection: str = Field(min_length=1, max_length=64)
+    filters: list[FieldFilter] = Field(default_factory=list, max_length=32)
+    sort: str = Field("", max_length=128, description='Field to sort by; "-field" descends.')
+    limit: int = Field(0, ge=0, le=1000, description="0: 50.")
+
+
+class RecordsResponse(BaseModel):
+    records: list[Record]
+
+
+class TimelineEntry(BaseModel):
+    date: str
+    item: RetrievedItem
+
+
+class TimelineResponse(BaseModel):
+    entity: Record | None
+    entries: list[TimelineEntry]
+
+
+class InboxResponse(BaseModel):
+    items: list[Record]
+
+
+# --- conversations -----------------------------------------------------------------------------
+
+
+class Conversation(BaseModel):
+    id: str
+    title: str
+    persona: str
+    created_at: str
+    updated_at: str
+    message_count: int
+
+
+class ConversationMessage(BaseModel):
+    id: str
+    role: Role
+    text: str
+    citations: list[Citation]
+    model: str
+    latency_ms: float
+    created_at: str = Field(description="RFC 3339 UTC.")
+
+
+class ConversationList(BaseModel):
+    conversations: list[Conversation]
+
+
+class ConversationDetail(BaseModel):
+    conversation: Conversation
+    messages: list[ConversationMessage]
+
+
+# --- queued chat (SPEC B13) --------------------------------------------------------------------
+
+
+class Turn(BaseModel):
+    id: str
+    thread_id: str
+    role: Role
+    text: str
+    citations: list[Citation]
+    state: TurnState = Field(description="User turns only; assistant turns are answered.")
+    error: str = Field(description="Failure message when state is error.")
+    created_at: str
+
+
+class Thread(BaseModel):
+    id: str
+    title: str
+    created_at: str
+
+
+class TurnCreate(Strict):
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    thread_id: str = Field("", max_length=128, description="Empty: a new thread.")
+
+
+class TurnResponse(BaseModel):
+    turn: Turn
+
+
+class ThreadList(BaseModel):
+    threads: list[Thread]
+
+
+class TurnList(BaseModel):
+    turns: list[Turn]
+
+
+# --- OpenAI-compatible chat completions --------------------------------------------------------
+
+
+class ContentPart(BaseModel):
+    type: str
+    text: str = ""
+
+
+class OpenAIMessage(BaseModel):
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+
+    def plain_text(self) -> str:
+        """The message's text (text parts joined; other parts ignored)."""
+        if isinstance(self.content, list):
+            return "".join(p.text for p in self.content if p.type == "text")
+        return self.content or ""
+
+
+class MemexOptions(Strict):
+    """Request extension `memex` (OpenAI clients: `extra_body={"memex": {...}}`)."""
+
+    conversation_id: str = Field(
+        "", max_length=128, description="Continue this memex conversation (its stored history)."
+    )
+    persona: str = Field("", max_length=64, description="Empty: friend.")
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's request. Sampling fields (temperature, max_tokens, ...) are accepted and ignored:
+    memex's persona settings decide them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field("memex", max_length=128)
+    messages: list[OpenAIMessage] = Field(min_length=1, max_length=256)
+    stream: bool = False
+    memex: MemexOptions | None = None
+
+
+class MemexExtension(BaseModel):
+    """Response extension `memex`: what an OpenAI completion has no place for."""
+
+    citations: list[Citation]
+    withheld: int
+    conversation_id: str
+    message_id: str = ""
+
+
+class CompletionMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class CompletionChoice(BaseModel):
+    index: int
+    message: CompletionMessage
+    finish_reason: Literal["stop"]
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    memex: MemexExtension

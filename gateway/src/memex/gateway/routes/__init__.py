@@ -1,0 +1,1 @@
+"""The gateway's routes, one small module per area."""

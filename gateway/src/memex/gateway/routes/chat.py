@@ -1,0 +1,92 @@
+"""`POST /v1/chat`: a streamed, cited chat reply as server-sent events (SPEC B8)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
+
+from memex.gateway import metrics, models
+from memex.gateway.chat_stream import ChatStream, open_chat
+from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.security import caller
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[Depends(caller)], responses=ERRORS)
+
+EVENTS_DOC = """Server-sent events, each `event: <name>` with one JSON object as `data`:
+`meta` {conversation_id, model, persona}, then many `delta` {text}, one `citations`
+{citations, withheld}, and `done` {message_id, latency_ms, chunks_considered} (terminal); or
+`error` {code, message} (terminal) in place of the rest after a failure. `: ping` comment lines
+keep an idle stream open. A failure before the first event is an ordinary JSON error response.
+Closing the connection cancels the reply (the model stops generating)."""
+
+
+class StreamResponse(EventSourceResponse):
+    """An event stream that runs ``on_close`` however it ends, even if it never started
+    sending (a client gone before the first byte), so no gRPC call outlives its response."""
+
+    def __init__(self, content: Any, on_close: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
+
+
+def ping() -> ServerSentEvent:
+    """The keep-alive comment line."""
+    return ServerSentEvent(comment="ping")
+
+
+async def sse_events(stream: ChatStream, route: str) -> AsyncIterator[ServerSentEvent]:
+    """The chat's events as SSE frames, counted as an open stream while they last."""
+    gauge = metrics.OPEN_STREAMS.labels(route)
+    gauge.inc()
+    try:
+        async for name, payload in stream.events():
+            yield ServerSentEvent(event=name, data=payload.model_dump_json())
+    finally:
+        gauge.dec()
+
+
+@router.post(
+    "/chat",
+    summary="Streamed chat reply (server-sent events)",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": EVENTS_DOC,
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def chat(
+    c: ClientsDep,
+    s: SettingsDep,
+    body: models.ChatRequest,
+) -> StreamResponse:
+    """Streams one reply in a conversation (a new one when conversation_id is empty)."""
+    stream = await open_chat(
+        c.orchestrator,
+        opb.ChatRequest(
+            tenant=s.tenant,
+            conversation_id=body.conversation_id,
+            message=body.message,
+            persona=body.persona,
+        ),
+        s.chat_timeout_seconds,
+    )
+    return StreamResponse(
+        sse_events(stream, "/v1/chat"),
+        stream.cancel,
+        ping=s.sse_ping_seconds,
+        ping_message_factory=ping,
+        sep="\n",
+    )

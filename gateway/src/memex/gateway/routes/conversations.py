@@ -1,0 +1,62 @@
+"""Conversations: list, replay, delete."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+
+from memex.gateway import convert, models
+from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.security import caller
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+router = APIRouter(
+    prefix="/v1/conversations",
+    tags=["conversations"],
+    dependencies=[Depends(caller)],
+    responses=ERRORS,
+)
+ConversationId = Path(min_length=1, max_length=128, description="A conversation id.")
+
+
+@router.get("", response_model=models.ConversationList, summary="List conversations")
+async def list_conversations(
+    c: ClientsDep,
+    s: SettingsDep,
+    limit: int = Query(50, ge=1, le=1000),
+) -> models.ConversationList:
+    """Conversations, most recently updated first."""
+    reply = await c.orchestrator.ListConversations(
+        opb.ListConversationsRequest(tenant=s.tenant, limit=limit)
+    )
+    return models.ConversationList(
+        conversations=[convert.conversation(x) for x in reply.conversations]
+    )
+
+
+@router.get("/{conversation_id}", response_model=models.ConversationDetail, summary="Replay one")
+async def get_conversation(
+    c: ClientsDep,
+    s: SettingsDep,
+    conversation_id: str = ConversationId,
+) -> models.ConversationDetail:
+    """A conversation with its messages and their citations; 404 for an unknown id."""
+    reply = await c.orchestrator.GetConversation(
+        opb.GetConversationRequest(tenant=s.tenant, conversation_id=conversation_id)
+    )
+    return models.ConversationDetail(
+        conversation=convert.conversation(reply.conversation),
+        messages=[convert.message(m) for m in reply.messages],
+    )
+
+
+@router.delete("/{conversation_id}", status_code=204, response_class=Response, summary="Forget one")
+async def delete_conversation(
+    c: ClientsDep,
+    s: SettingsDep,
+    conversation_id: str = ConversationId,
+) -> Response:
+    """Deletes a conversation with its messages; 404 for an unknown id."""
+    await c.orchestrator.DeleteConversation(
+        opb.DeleteConversationRequest(tenant=s.tenant, conversation_id=conversation_id)
+    )
+    return Response(status_code=204)

@@ -1,0 +1,193 @@
+"""`POST /v1/chat/completions`: OpenAI's chat API backed by memex chat, so existing OpenAI clients
+work unchanged.
+
+Mapping (documented in docs/gateway.md):
+- The last message must be the user's; it is the question.
+- With ``memex.conversation_id`` (OpenAI clients: ``extra_body={"memex": {...}}``), the reply
+  continues that stored memex conversation, whose own history is the context; earlier messages
+  in the request are then not sent again.
+- Otherwise each request starts a new memex conversation, and earlier user and assistant messages
+  are appended to the question as ``Earlier in this conversation:`` lines (newest kept first,
+  within the message size limit). System messages are ignored: the persona's prompt governs.
+- ``model`` "memex" (or any other name) uses the chat default persona; "memex/<persona>" picks one.
+  Sampling fields (temperature, max_tokens, ...) are accepted and ignored.
+- Citations ride in the extension field ``memex`` {citations, withheld, conversation_id,
+  message_id}: on the completion, and on the final chunk when streaming.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from fastapi import APIRouter, Depends
+from sse_starlette import ServerSentEvent
+
+from memex.gateway import metrics, models
+from memex.gateway.chat_stream import ChatStream, open_chat, status_code
+from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.errors import ApiError
+from memex.gateway.routes.chat import StreamResponse, ping
+from memex.gateway.security import caller
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(caller)], responses=ERRORS)
+
+STREAM_DOC = """With `stream: true`: `data:` frames of OpenAI `chat.completion.chunk` objects, the
+last with `finish_reason: "stop"` and the `memex` extension, then `data: [DONE]`. A failure
+after the first frame is a frame `{"error": {"code", "message"}}`."""
+
+
+def persona_of(body: models.ChatCompletionRequest) -> str:
+    """The persona: the extension's, else "memex/<persona>" in ``model``, else the default."""
+    if body.memex is not None and body.memex.persona:
+        return body.memex.persona
+    prefix, _, name = body.model.partition("/")
+    return name if prefix == "memex" else ""
+
+
+def chat_message(body: models.ChatCompletionRequest) -> str:
+    """The text sent to memex chat: the question, plus earlier turns when no conversation is
+    continued (see the module docstring)."""
+    last = body.messages[-1]
+    question = last.plain_text().strip()
+    if last.role != "user" or not question:
+        raise ApiError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "the last message must be the user's question, with text",
+        )
+    if body.memex is not None and body.memex.conversation_id:
+        return question
+    room = models.MAX_TEXT - len(question) - 40
+    earlier: list[str] = []
+    for message in reversed(body.messages[:-1]):
+        text = message.plain_text().strip()
+        if message.role not in ("user", "assistant") or not text:
+            continue
+        line = f"- {message.role}: {text}"
+        if len(line) + 1 > room:
+            break
+        earlier.append(line)
+        room -= len(line) + 1
+    if not earlier:
+        return question
+    return question + "\n\nEarlier in this conversation:\n" + "\n".join(reversed(earlier))
+
+
+def _chunk(
+    cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+async def _collect(stream: ChatStream) -> tuple[models.ChatMeta, str, models.MemexExtension]:
+    """Reads a whole reply; a failure mid-reply is still an HTTP error (nothing was sent)."""
+    meta = models.ChatMeta(conversation_id="", model="", persona="")
+    parts: list[str] = []
+    extension = models.MemexExtension(citations=[], withheld=0, conversation_id="")
+    async for _, payload in stream.events():
+        if isinstance(payload, models.ChatMeta):
+            meta = payload
+            extension.conversation_id = payload.conversation_id
+        elif isinstance(payload, models.ChatDelta):
+            parts.append(payload.text)
+        elif isinstance(payload, models.ChatCitations):
+            extension.citations, extension.withheld = payload.citations, payload.withheld
+        elif isinstance(payload, models.ChatDone):
+            extension.message_id = payload.message_id
+        elif isinstance(payload, models.ChatError):
+            raise ApiError(status_code(payload.code), payload.message)
+    return meta, "".join(parts), extension
+
+
+async def _chunks(stream: ChatStream) -> AsyncIterator[ServerSentEvent]:
+    gauge = metrics.OPEN_STREAMS.labels("/v1/chat/completions")
+    gauge.inc()
+    created = int(time.time())
+    cid = f"chatcmpl-{uuid.uuid4().hex}"
+    model = "memex"
+    extension = models.MemexExtension(citations=[], withheld=0, conversation_id="")
+    try:
+        async for _, payload in stream.events():
+            if isinstance(payload, models.ChatMeta):
+                model = payload.model or model
+                extension.conversation_id = payload.conversation_id
+                chunk = _chunk(cid, created, model, {"role": "assistant", "content": ""})
+            elif isinstance(payload, models.ChatDelta):
+                chunk = _chunk(cid, created, model, {"content": payload.text})
+            elif isinstance(payload, models.ChatCitations):
+                extension.citations, extension.withheld = payload.citations, payload.withheld
+                continue
+            elif isinstance(payload, models.ChatDone):
+                extension.message_id = payload.message_id
+                chunk = _chunk(cid, created, model, {}, "stop")
+                chunk["memex"] = extension.model_dump()
+            else:
+                assert isinstance(payload, models.ChatError)
+                yield ServerSentEvent(
+                    data=models.ErrorBody(error=payload.model_dump()).model_dump_json()
+                )
+                return
+            yield ServerSentEvent(data=chunk)
+        yield ServerSentEvent(data="[DONE]")
+    finally:
+        gauge.dec()
+
+
+@router.post(
+    "/chat/completions",
+    summary="OpenAI-compatible chat completion (memex chat underneath)",
+    response_model=models.ChatCompletion,
+    responses={
+        200: {
+            "description": "A chat.completion (JSON), or with stream: true an event stream. "
+            + STREAM_DOC,
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+async def chat_completions(
+    c: ClientsDep,
+    s: SettingsDep,
+    body: models.ChatCompletionRequest,
+) -> Any:
+    """A memex chat reply in OpenAI's shape, with citations in the `memex` extension."""
+    request = opb.ChatRequest(
+        tenant=s.tenant,
+        conversation_id=body.memex.conversation_id if body.memex else "",
+        message=chat_message(body),
+        persona=persona_of(body),
+    )
+    stream = await open_chat(c.orchestrator, request, s.chat_timeout_seconds)
+    if body.stream:
+        return StreamResponse(
+            _chunks(stream),
+            stream.cancel,
+            ping=s.sse_ping_seconds,
+            ping_message_factory=ping,
+            sep="\n",
+        )
+    try:
+        meta, text, extension = await _collect(stream)
+    finally:
+        stream.cancel()
+    return models.ChatCompletion(
+        id=f"chatcmpl-{extension.message_id or uuid.uuid4().hex}",
+        created=int(time.time()),
+        model=meta.model or "memex",
+        choices=[
+            models.CompletionChoice(
+                index=0, message=models.CompletionMessage(content=text), finish_reason="stop"
+            )
+        ],
+        memex=extension,
+    )

@@ -1,0 +1,64 @@
+"""Queued chat (SPEC B13): pending turns in threads, answered by the chat worker."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from memex.gateway import convert, models
+from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.security import caller
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
+
+
+@router.post(
+    "/turns", status_code=202, response_model=models.TurnResponse, summary="Queue a question"
+)
+async def create_turn(
+    c: ClientsDep,
+    s: SettingsDep,
+    body: models.TurnCreate,
+) -> models.TurnResponse:
+    """A pending user turn (in a new thread when thread_id is empty); poll it for the answer."""
+    reply = await c.orchestrator.CreateTurn(
+        opb.CreateTurnRequest(tenant=s.tenant, thread_id=body.thread_id, text=body.text)
+    )
+    return models.TurnResponse(turn=convert.turn(reply.turn))
+
+
+@router.get("/turns/{turn_id}", response_model=models.TurnResponse, summary="A turn's state")
+async def get_turn(
+    c: ClientsDep,
+    s: SettingsDep,
+    turn_id: str = Path(min_length=1, max_length=128),
+) -> models.TurnResponse:
+    """A turn: pending, thinking, answered or error; 404 for an unknown id."""
+    reply = await c.orchestrator.GetTurn(opb.GetTurnRequest(tenant=s.tenant, turn_id=turn_id))
+    return models.TurnResponse(turn=convert.turn(reply.turn))
+
+
+@router.get("/threads", response_model=models.ThreadList, summary="List threads")
+async def list_threads(
+    c: ClientsDep,
+    s: SettingsDep,
+    limit: int = Query(50, ge=1, le=1000),
+) -> models.ThreadList:
+    """Threads, newest first."""
+    reply = await c.orchestrator.ListThreads(opb.ListThreadsRequest(tenant=s.tenant, limit=limit))
+    return models.ThreadList(threads=[convert.thread(t) for t in reply.threads])
+
+
+@router.get(
+    "/threads/{thread_id}/turns", response_model=models.TurnList, summary="A thread's turns"
+)
+async def list_turns(
+    c: ClientsDep,
+    s: SettingsDep,
+    thread_id: str = Path(min_length=1, max_length=128),
+) -> models.TurnList:
+    """Every turn of a thread, oldest first; 404 for an unknown thread."""
+    reply = await c.orchestrator.ListTurns(
+        opb.ListTurnsRequest(tenant=s.tenant, thread_id=thread_id)
+    )
+    return models.TurnList(turns=[convert.turn(t) for t in reply.turns])

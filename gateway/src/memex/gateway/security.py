@@ -1,0 +1,108 @@
+"""Bearer API keys and the per-key rate limit, as one FastAPI dependency on every /v1 route."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Annotated
+
+import grpc
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memex.gateway import metrics
+from memex.gateway.errors import ApiError
+from memex.shared.apikeys import KeyRing
+from memex.shared.errors import MemexError
+
+bearer = HTTPBearer(auto_error=False, description="A key from `memex keys create NAME`.")
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+class RateLimiter:
+    """A token bucket per caller: ``burst`` requests at once, refilled at ``per_minute``.
+
+    Only the most recently seen callers are remembered, so a flood of client addresses cannot grow
+    memory without bound (a forgotten caller starts again with a full bucket).
+    """
+
+    def __init__(self, per_minute: float, burst: int, max_callers: int = 10_000) -> None:
+        self.rate = per_minute / 60.0
+        self.burst = burst
+        self.max_callers = max_callers
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+
+    def take(self, caller: str, now: float | None = None) -> float:
+        """Takes one token; returns 0 when allowed, else the seconds until one is available."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        bucket = self._buckets.pop(caller, None) or _Bucket(float(self.burst), now)
+        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
+        bucket.at = now
+        self._buckets[caller] = bucket
+        while len(self._buckets) > self.max_callers:
+            self._buckets.popitem(last=False)
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return 0.0
+        return (1 - bucket.tokens) / self.rate
+
+
+@dataclass
+class Guard:
+    """What the dependency needs: the key ring, whether keys are required, the limiter."""
+
+    keys: KeyRing
+    required: bool
+    limiter: RateLimiter
+
+
+def _unauthenticated(message: str) -> ApiError:
+    error = ApiError(grpc.StatusCode.UNAUTHENTICATED, message)
+    error.headers["WWW-Authenticate"] = "Bearer"
+    return error
+
+
+async def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> str:
+    """Who is calling: ``key:<name>``, or ``client:<address>`` where keys are optional.
+
+    A key that is given is always checked, even where none is required: a wrong key is refused,
+    never quietly treated as anonymous. Then the caller's rate limit applies.
+    """
+    guard: Guard = request.app.state.guard
+    if credentials is not None:
+        try:
+            key = guard.keys.verify(credentials.credentials)
+        except MemexError as exc:  # a damaged key file: refuse, and say where to look
+            raise ApiError(grpc.StatusCode.UNAVAILABLE, exc.message) from exc
+        if key is None:
+            raise _unauthenticated("the API key is not valid (revoked, or mistyped)")
+        who = f"key:{key.name}"
+    elif guard.required or request.headers.get("authorization"):
+        raise _unauthenticated(
+            "an API key is required: send `Authorization: Bearer <key>` "
+            "(make one with `memex keys create NAME`)"
+        )
+    else:
+        who = f"client:{request.client.host if request.client else 'unknown'}"
+    wait = guard.limiter.take(who)
+    if wait > 0:
+        metrics.RATE_LIMITED.inc()
+        error = ApiError(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"rate limit reached for {who.split(':', 1)[0]}; retry in {math.ceil(wait)}s",
+        )
+        error.headers["Retry-After"] = str(math.ceil(wait))
+        raise error
+    return who

@@ -1,0 +1,263 @@
+"""Stand-ins for the orchestrator and retrieval services, for unit tests of the gateway.
+
+They are real gRPC servicers (served in-process on port 0 behind memex's own interceptor), holding
+their state in memory; the real services are exercised by the end-to-end tests. A few magic
+inputs make them fail in chosen ways.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import grpc
+from google.protobuf import json_format
+
+from memex.common.v1 import common_pb2
+from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.retrieval.v1 import retrieval_pb2 as rpb
+from memex.retrieval.v1 import retrieval_pb2_grpc
+from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
+
+Context = grpc.aio.ServicerContext[Any, Any]
+STAMP = "2026-03-01T10:00:00Z"
+CITATION = common_pb2.Citation(
+    ref="[[Flat lease]]",
+    item_id="chunk-1",
+    episode_id="ep-1",
+    quote="return £1,030",
+    support=common_pb2.SUPPORT_VERBATIM,
+)
+ITEM = rpb.RetrievedItem(
+    id="chunk-1",
+    kind=rpb.ITEM_KIND_CHUNK,
+    text="Graham agreed to return £1,030 of the deposit.",
+    citation="[[Flat lease]]",
+    provenance=common_pb2.Provenance(episode_id="ep-1", date="2026-02-01", title="Flat lease"),
+    channel_scores=[common_pb2.ChannelScore(channel=common_pb2.CHANNEL_VECTOR, rank=1, score=0.9)],
+    score=0.5,
+)
+REPLY = ["Graham returned ", "£1,030 ", "of the deposit."]
+
+
+class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
+    """Conversations, threads and turns in memory; chat replies from a script.
+
+    Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status; a chat message
+    ``fail before`` is refused before the first event, ``fail after`` fails mid-stream, ``slow``
+    streams until cancelled (setting ``cancelled``), ``idle`` waits a second before replying.
+    """
+
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
+        self.conversations: dict[str, pb.Conversation] = {}
+        self.messages: dict[str, list[pb.ConversationMessage]] = {}
+        self.threads: dict[str, pb.Thread] = {}
+        self.turns: dict[str, pb.Turn] = {}
+        self.chat_requests: list[pb.ChatRequest] = []
+        self.request_ids: list[str] = []
+        self.cancelled = threading.Event()
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.ids)}"
+
+    def _note_request_id(self, context: Context) -> None:
+        for key, value in context.invocation_metadata() or ():
+            if key == "x-request-id":
+                self.request_ids.append(str(value))
+
+    async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
+        self._note_request_id(context)
+        if request.question.startswith("status:"):
+            await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
+        return pb.AskResponse(
+            answer="Graham returned £1,030.",
+            citations=[CITATION],
+            persona=request.persona or "analyst",
+            grounding=pb.GroundingReport(cited=1, grounded=1, score=1.0),
+            stages=["plan", "retrieve", "synthesize", "ground_check"],
+            model="fake",
+            latency_ms=12.5,
+            turn_id="turn-ask",
+        )
+
+    async def Chat(
+        self, request: pb.ChatRequest, context: Context
+    ) -> AsyncIterator[pb.ChatResponse]:
+        self.chat_requests.append(request)
+        if request.message == "fail before":
+            raise InvalidArgument("the message was refused as asked")
+        conversation_id = request.conversation_id
+        if conversation_id and conversation_id not in self.conversations:
+            raise NotFound(f"no conversation {conversation_id!r}")
+        if not conversation_id:
+            conversation_id = self._id("conv")
+            self.conversations[conversation_id] = pb.Conversation(
+                id=conversation_id,
+                title=request.message[:60],
+                persona=request.persona or "friend",
+                created_at=STAMP,
+                updated_at=STAMP,
+            )
+            self.messages[conversation_id] = []
+        meta = pb.ChatMeta(
+            conversation_id=conversation_id, model="fake", persona=request.persona or "friend"
+        )
+        yield pb.ChatResponse(meta=meta)
+        if request.message == "fail after":
+            yield pb.ChatResponse(delta="Half a ")
+            yield pb.ChatResponse(error=pb.ChatError(code="UNAVAILABLE", message="reasoner gone"))
+            return
+        if request.message == "slow":
+            try:
+                for n in range(100_000):
+                    yield pb.ChatResponse(delta=f"{n} ")
+                    await asyncio.sleep(0.02)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+        if request.message == "idle":
+            await asyncio.sleep(1.0)
+        for piece in REPLY:
+            yield pb.ChatResponse(delta=piece)
+        yield pb.ChatResponse(citations=pb.ChatCitations(citations=[CITATION], withheld=1))
+        message_id = self._id("msg")
+        self.messages[conversation_id] += [
+            pb.ConversationMessage(
+                id=self._id("msg"), role=pb.MESSAGE_ROLE_USER, text=request.message
+            ),
+            pb.ConversationMessage(
+                id=message_id,
+                role=pb.MESSAGE_ROLE_ASSISTANT,
+                text="".join(REPLY),
+                citations=[CITATION],
+                model="fake",
+            ),
+        ]
+        self.conversations[conversation_id].message_count += 2
+        yield pb.ChatResponse(
+            done=pb.ChatDone(message_id=message_id, latency_ms=3.0, chunks_considered=1)
+        )
+
+    async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
+        return pb.SearchResponse(items=[ITEM], turn_id="turn-search")
+
+    async def ListConversations(
+        self, request: pb.ListConversationsRequest, context: Context
+    ) -> pb.ListConversationsResponse:
+        found = list(self.conversations.values())[: request.limit or None]
+        return pb.ListConversationsResponse(conversations=found)
+
+    def _conversation(self, conversation_id: str) -> pb.Conversation:
+        if conversation_id not in self.conversations:
+            raise NotFound(f"no conversation {conversation_id!r}")
+        return self.conversations[conversation_id]
+
+    async def GetConversation(
+        self, request: pb.GetConversationRequest, context: Context
+    ) -> pb.GetConversationResponse:
+        conversation = self._conversation(request.conversation_id)
+        return pb.GetConversationResponse(
+            conversation=conversation, messages=self.messages[conversation.id]
+        )
+
+    async def DeleteConversation(
+        self, request: pb.DeleteConversationRequest, context: Context
+    ) -> pb.DeleteConversationResponse:
+        self._conversation(request.conversation_id)
+        del self.conversations[request.conversation_id]
+        return pb.DeleteConversationResponse()
+
+    async def CreateTurn(
+        self, request: pb.CreateTurnRequest, context: Context
+    ) -> pb.CreateTurnResponse:
+        thread_id = request.thread_id
+        if thread_id and thread_id not in self.threads:
+            raise NotFound(f"no thread {thread_id!r}")
+        if not thread_id:
+            thread_id = self._id("thread")
+            self.threads[thread_id] = pb.Thread(
+                id=thread_id, title=request.text[:60], created_at=STAMP
+            )
+        turn = pb.Turn(
+            id=self._id("turn"),
+            thread_id=thread_id,
+            role=pb.MESSAGE_ROLE_USER,
+            text=request.text,
+            state=pb.TURN_STATE_PENDING,
+            created_at=STAMP,
+        )
+        self.turns[turn.id] = turn
+        return pb.CreateTurnResponse(turn=turn)
+
+    async def GetTurn(self, request: pb.GetTurnRequest, context: Context) -> pb.GetTurnResponse:
+        if request.turn_id not in self.turns:
+            raise NotFound(f"no turn {request.turn_id!r}")
+        return pb.GetTurnResponse(turn=self.turns[request.turn_id])
+
+    async def ListThreads(
+        self, request: pb.ListThreadsRequest, context: Context
+    ) -> pb.ListThreadsResponse:
+        return pb.ListThreadsResponse(threads=list(self.threads.values()))
+
+    async def ListTurns(
+        self, request: pb.ListTurnsRequest, context: Context
+    ) -> pb.ListTurnsResponse:
+        if request.thread_id not in self.threads:
+            raise NotFound(f"no thread {request.thread_id!r}")
+        turns = [t for t in self.turns.values() if t.thread_id == request.thread_id]
+        return pb.ListTurnsResponse(turns=turns)
+
+
+def _record(collection: str, fields: dict[str, Any]) -> rpb.Record:
+    record = rpb.Record(collection=collection, id=str(fields["id"]), citation=f"{collection}:x")
+    json_format.ParseDict(fields, record.fields)
+    return record
+
+
+class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
+    """Records reads over a fixed set: one person, two inbox items."""
+
+    INBOX: ClassVar[list[dict[str, str]]] = [
+        {"id": "i1", "title": "Call the landlord", "status": "open", "date": "2026-03-02"},
+        {"id": "i2", "title": "Pay the allotment", "status": "done", "date": "2026-03-01"},
+    ]
+
+    def __init__(self) -> None:
+        self.queries: list[rpb.QueryRecordsRequest] = []
+
+    async def QueryRecords(
+        self, request: rpb.QueryRecordsRequest, context: Context
+    ) -> rpb.QueryRecordsResponse:
+        self.queries.append(request)
+        if request.collection not in ("inbox", "entities", "events"):
+            raise PermissionDenied(f"collection {request.collection!r} is not allowlisted")
+        if request.collection != "inbox":
+            return rpb.QueryRecordsResponse()
+        return rpb.QueryRecordsResponse(records=[_record("inbox", f) for f in self.INBOX])
+
+    async def PersonTimeline(
+        self, request: rpb.PersonTimelineRequest, context: Context
+    ) -> rpb.PersonTimelineResponse:
+        if request.entity_id != "graham":
+            raise NotFound(f"no entity {request.entity_id!r}")
+        return rpb.PersonTimelineResponse(
+            entity=_record("entities", {"id": "graham", "name": "Graham"}),
+            entries=[rpb.TimelineEntry(date="2026-02-01", item=ITEM)],
+        )
+
+    async def ListInbox(
+        self, request: rpb.ListInboxRequest, context: Context
+    ) -> rpb.ListInboxResponse:
+        items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
+        return rpb.ListInboxResponse(items=[_record("inbox", f) for f in items])
+
+    async def _unused(self, request: Any, context: Context) -> Any:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the gateway does not call this")
+
+    Search = UpsertRecords = DeleteRecords = _unused
+    IndexVault = _unused  # type: ignore[assignment]
