@@ -693,3 +693,106 @@ class DeleteRecordsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteRecordsResponse: _TypeAlias = DeleteRecordsResponse  # noqa: Y015
+
+@_typing.final
+class GetNoteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    episode_id: _builtins.str
+    """Provenance.episode_id / Citation.episode_id of a retrieved item."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        episode_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteRequest: _TypeAlias = GetNoteRequest  # noqa: Y015
+
+@_typing.final
+class NoteChunk(_message.Message):
+    """One stored chunk of a note, so a citation's item_id can be found in the text."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    ORDINAL_FIELD_NUMBER: _builtins.int
+    HEADING_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    ordinal: _builtins.int
+    heading: _builtins.str
+    """Heading path inside the note, e.g. "Plans > Q3"."""
+    start: _builtins.int
+    """Character offsets of the chunk in the note body: text[start:end]."""
+    end: _builtins.int
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        ordinal: _builtins.int = ...,
+        heading: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "heading", b"heading", "id", b"id", "ordinal", b"ordinal", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteChunk: _TypeAlias = NoteChunk  # noqa: Y015
+
+@_typing.final
+class GetNoteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    path: _builtins.str
+    """Relative to the vault root."""
+    date: _builtins.str
+    """YYYY-MM-DD."""
+    sensitive: _builtins.bool
+    text: _builtins.str
+    """The note body (without frontmatter) as indexed, assembled from its chunks in order."""
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def chunks(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteChunk]: ...
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        path: _builtins.str = ...,
+        date: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        sensitive: _builtins.bool = ...,
+        text: _builtins.str = ...,
+        chunks: _abc.Iterable[Global___NoteChunk] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015

@@ -69,6 +69,11 @@ class RetrievalServiceStub:
                 request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsRequest.SerializeToString,
                 response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsResponse.FromString,
                 _registered_method=True)
+        self.GetNote = channel.unary_unary(
+                '/memex.retrieval.v1.RetrievalService/GetNote',
+                request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.SerializeToString,
+                response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -125,6 +130,14 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetNote(self, request, context):
+        """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
+        from its chunks in order. NOT_FOUND for an unknown episode id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -162,6 +175,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.DeleteRecords,
                     request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsRequest.FromString,
                     response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'GetNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNote,
+                    request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.FromString,
+                    response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -353,6 +371,33 @@ class RetrievalService:
             '/memex.retrieval.v1.RetrievalService/DeleteRecords',
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsRequest.SerializeToString,
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.retrieval.v1.RetrievalService/GetNote',
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.SerializeToString,
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -49,6 +49,10 @@ class RetrievalServiceStub:
     """
     DeleteRecords: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteRecordsRequest, _retrieval_pb2.DeleteRecordsResponse]
     """Deletes records by id. Idempotent: unknown ids are ignored."""
+    GetNote: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.GetNoteRequest, _retrieval_pb2.GetNoteResponse]
+    """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
+    from its chunks in order. NOT_FOUND for an unknown episode id.
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -71,6 +75,10 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     """
     DeleteRecords: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteRecordsRequest, _retrieval_pb2.DeleteRecordsResponse]  # type: ignore[assignment]
     """Deletes records by id. Idempotent: unknown ids are ignored."""
+    GetNote: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.GetNoteRequest, _retrieval_pb2.GetNoteResponse]  # type: ignore[assignment]
+    """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
+    from its chunks in order. NOT_FOUND for an unknown episode id.
+    """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -132,5 +140,15 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_retrieval_pb2.DeleteRecordsResponse, _abc.Awaitable[_retrieval_pb2.DeleteRecordsResponse]]:
         """Deletes records by id. Idempotent: unknown ids are ignored."""
+
+    @_abc_1.abstractmethod
+    def GetNote(
+        self,
+        request: _retrieval_pb2.GetNoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieval_pb2.GetNoteResponse, _abc.Awaitable[_retrieval_pb2.GetNoteResponse]]:
+        """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
+        from its chunks in order. NOT_FOUND for an unknown episode id.
+        """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -109,3 +109,18 @@ async def test_vector_nearest_first(store: Store) -> None:
     hits = await store.search_chunks_vector("t1", vec(1, 0), 2, ALL)
     assert [h.id for h in hits] == [n.chunks[0].id, n.chunks[1].id]
     assert 0.99 < hits[0].score <= 1.0001
+
+
+async def test_note_chunks_in_order(store: Store) -> None:
+    texts = [(f"chunk number {i}", axis(i % 4)) for i in range(5)]
+    n = note("Alpha", texts)
+    await store.upsert_note("t1", note("Beta", [("other", axis(1))]))
+    await store.upsert_note("t1", n)
+    chunks = await store.note_chunks("t1", n.id)
+    assert [c.ordinal for c in chunks] == [0, 1, 2, 3, 4]
+    assert [c.text for c in chunks] == [t for t, _ in texts]
+    assert all(c.note.id == n.id and c.note.title == "Alpha" for c in chunks)
+    assert await store.note_chunks("t1", "unknown") == []
+    assert await store.note_chunks("t2", n.id) == []
+    await store.delete_notes("t1", [n.id])
+    assert await store.note_chunks("t1", n.id) == []

@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)
 
+    mcp = commands.add_parser("mcp", help="run the MCP server on stdio (for MCP clients)")
+    mcp.set_defaults(run=stack_commands.mcp)
+
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)
     return parser

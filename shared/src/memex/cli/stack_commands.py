@@ -142,3 +142,13 @@ def worker(args: argparse.Namespace, settings: StackSettings) -> int:
     orchestrator = next(s for s in stack_services(settings) if s.name == "orchestrator")
     env = {**os.environ, **orchestrator.env}
     os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.worker"], env)
+
+
+def mcp(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Runs the MCP server on stdio (for an MCP client to spawn); it talks to the running stack."""
+    try:
+        import memex.gateway.mcp  # noqa: F401 - only to say clearly when it is missing
+    except ImportError:
+        print("the MCP server needs the memex-gateway package (`make install`)", file=sys.stderr)
+        return EXIT_FAILED
+    os.execvp(sys.executable, [sys.executable, "-m", "memex.gateway.mcp"])

@@ -12,6 +12,7 @@ from google.protobuf import json_format
 
 from memex.retrieval import convert
 from memex.retrieval.core import RetrievalCore
+from memex.retrieval.note_text import get_note
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.server import EngineSlot
 
@@ -130,3 +131,25 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             core.tenant(request.tenant), request.collection, list(request.ids)
         )
         return retrieval_pb2.DeleteRecordsResponse(deleted=deleted)
+
+    async def GetNote(
+        self, request: retrieval_pb2.GetNoteRequest, context: Context
+    ) -> retrieval_pb2.GetNoteResponse:
+        core = self._slot.get()
+        note = await get_note(core.store, core.tenant(request.tenant), request.episode_id)
+        meta = note.meta
+        return retrieval_pb2.GetNoteResponse(
+            episode_id=meta.id,
+            title=meta.title,
+            path=meta.path,
+            date=meta.date,
+            tags=list(meta.tags),
+            sensitive=meta.sensitive,
+            text=note.text,
+            chunks=[
+                retrieval_pb2.NoteChunk(
+                    id=c.id, ordinal=c.ordinal, heading=c.heading, start=c.start, end=c.end
+                )
+                for c in note.chunks
+            ],
+        )

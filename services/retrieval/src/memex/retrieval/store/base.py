@@ -287,6 +287,9 @@ class Store(Protocol):
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """The chunks that exist, by id, with their note's metadata."""
 
+    async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
+        """Every chunk of one note, in ordinal order; empty for an unknown note."""
+
     async def set_entity_mentions(
         self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
     ) -> None:

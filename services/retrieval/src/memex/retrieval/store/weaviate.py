@@ -168,6 +168,20 @@ class WeaviateStore(WeaviateCollections):
         }
 
     @mapped_errors
+    async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
+        """One note's chunks in ordinal order."""
+        name = await self._readable(tenant)
+        if name is None:
+            return []
+        notes = await self.get_notes(tenant, [note_id])
+        if note_id not in notes:
+            return []
+        props = [*codec.CHUNK_PROPS, "mentions"]
+        rows = await self._fetch_ids(self._col("chunk", name), "note_id", [note_id], props)
+        views = [codec.chunk_view(r, notes[note_id]) for r in rows]
+        return sorted(views, key=lambda v: (v.ordinal, v.id))
+
+    @mapped_errors
     async def set_entity_mentions(
         self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
     ) -> None:

@@ -265,29 +265,43 @@ def linked_notes(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[
     return out
 
 
+_CHUNK_VIEW = (
+    f'SELECT c.id, c.ordinal, c.text, c.heading, c.start, c."end", {_NOTE_COLS}, '
+    "(SELECT json_group_array(m.entity_id) FROM mentions m "
+    " WHERE m.tenant = c.tenant AND m.chunk_id = c.id) "
+    "FROM chunks c JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+)
+
+
+def _chunk_view(r: Sequence[Any]) -> ChunkView:
+    return ChunkView(
+        id=r[0],
+        note=_note_meta(r[6:15]),
+        ordinal=r[1],
+        text=r[2],
+        heading=r[3],
+        start=r[4],
+        end=r[5],
+        mentions=tuple(sorted(json.loads(r[15]))),
+    )
+
+
 def get_chunks(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[str, ChunkView]:
     """Chunks with their notes' metadata."""
     rows = conn.execute(
-        f'SELECT c.id, c.ordinal, c.text, c.heading, c.start, c."end", {_NOTE_COLS}, '
-        "(SELECT json_group_array(m.entity_id) FROM mentions m "
-        " WHERE m.tenant = c.tenant AND m.chunk_id = c.id) "
-        "FROM chunks c JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
-        "WHERE c.tenant = ? AND c.id IN (SELECT value FROM json_each(?))",
+        _CHUNK_VIEW + "WHERE c.tenant = ? AND c.id IN (SELECT value FROM json_each(?))",
         (tenant, _ids(ids)),
     )
-    return {
-        r[0]: ChunkView(
-            id=r[0],
-            note=_note_meta(r[6:15]),
-            ordinal=r[1],
-            text=r[2],
-            heading=r[3],
-            start=r[4],
-            end=r[5],
-            mentions=tuple(sorted(json.loads(r[15]))),
-        )
-        for r in rows
-    }
+    return {r[0]: _chunk_view(r) for r in rows}
+
+
+def note_chunks(conn: sqlite3.Connection, tenant: str, note_id: str) -> list[ChunkView]:
+    """One note's chunks in ordinal order."""
+    rows = conn.execute(
+        _CHUNK_VIEW + "WHERE c.tenant = ? AND c.note_id = ? ORDER BY c.ordinal, c.id",
+        (tenant, note_id),
+    )
+    return [_chunk_view(r) for r in rows]
 
 
 def set_mentions(conn: sqlite3.Connection, tenant: str, entity: str, chunk_ids: list[str]) -> None:

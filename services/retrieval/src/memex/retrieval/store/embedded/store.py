@@ -195,6 +195,10 @@ class EmbeddedStore:
         """See ``Store.get_chunks``."""
         return await self._run(lambda: queries.get_chunks(self._conn, tenant, list(chunk_ids)))
 
+    async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
+        """See ``Store.note_chunks``."""
+        return await self._run(lambda: queries.note_chunks(self._conn, tenant, note_id))
+
     async def set_entity_mentions(
         self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
     ) -> None:

@@ -1,0 +1,76 @@
+"""gRPC calls to the running stack; failures become MCP tool errors a person can act on."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import grpc
+from mcp.server.mcpserver.exceptions import ToolError
+
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.retrieval.v1 import retrieval_pb2_grpc
+from memex.shared.client import open_channel
+from memex.shared.stack import StackSettings
+
+T = TypeVar("T")
+if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi
+    OrchestratorStub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
+    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
+# An ask runs two model calls on a local CPU model: minutes, not seconds, on a small machine.
+ORCHESTRATOR_TIMEOUT_S = 600.0
+RETRIEVAL_TIMEOUT_S = 60.0
+RETRIEVAL_SERVICE = "memex.retrieval.v1.RetrievalService"
+_READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox"]
+
+
+def tool_error(exc: grpc.aio.AioRpcError, what: str, address: str) -> ToolError:
+    """The tool error for a failed call, saying what to do about it."""
+    code = exc.code()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ToolError(
+            f"memex isn't running (no answer from the {what} at {address}): "
+            "start it with `memex up`"
+        )
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return ToolError(f"the {what} did not answer in time; try again, or a narrower request")
+    if code in (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    ):
+        return ToolError(f"{code.name.lower()}: {exc.details()}")
+    return ToolError(f"the {what} failed ({code.name}): {exc.details()}")
+
+
+class Stack:
+    """Clients for the orchestrator and retrieval services at the stack's addresses."""
+
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+
+    async def orchestrator(self, call: Callable[[OrchestratorStub], Awaitable[T]]) -> T:
+        """Runs ``call`` on an orchestrator stub; RPC failures become tool errors."""
+        address = self.settings.orchestrator_addr
+        try:
+            async with open_channel(address, default_timeout=ORCHESTRATOR_TIMEOUT_S) as channel:
+                stub: Any = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
+                return await call(stub)
+        except grpc.aio.AioRpcError as exc:
+            raise tool_error(exc, "orchestrator", address) from None
+
+    async def retrieval(self, call: Callable[[RetrievalStub], Awaitable[T]]) -> T:
+        """Runs ``call`` on a retrieval stub; reads retry while the service restarts."""
+        address = self.settings.retrieval_addr
+        try:
+            async with open_channel(
+                address,
+                service=RETRIEVAL_SERVICE,
+                idempotent_methods=_READS,
+                default_timeout=RETRIEVAL_TIMEOUT_S,
+            ) as channel:
+                stub: Any = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+                return await call(stub)
+        except grpc.aio.AioRpcError as exc:
+            raise tool_error(exc, "retrieval service", address) from None

@@ -1,0 +1,30 @@
+"""The MCP server object: memex's tools on an `MCPServer`."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+from memex.gateway.mcp.backend import Stack
+from memex.gateway.mcp.tools import Tools
+from memex.shared.stack import StackSettings
+
+INSTRUCTIONS = (
+    "memex is the user's personal memory: their notes, people, events, inbox and beliefs. "
+    "Use `ask` for a cited answer, `search` for raw passages, `query_records` for structured "
+    "records, `person_timeline` for one person, `list_inbox` for open tasks. Quote citations "
+    'as given ("[[Note]]" or "collection:id") so the user can check them.'
+)
+
+
+def build_server(settings: StackSettings | None = None) -> MCPServer:
+    """An MCP server whose tools talk to the stack at ``settings``' addresses."""
+    tools = Tools(Stack(settings or StackSettings()))
+    server: MCPServer = MCPServer(name="memex", instructions=INSTRUCTIONS, log_level="WARNING")
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    server.add_tool(tools.ask, title="Ask memex", annotations=read_only)
+    server.add_tool(tools.search, title="Search memory", annotations=read_only)
+    server.add_tool(tools.query_records, title="Query records", annotations=read_only)
+    server.add_tool(tools.person_timeline, title="Person timeline", annotations=read_only)
+    server.add_tool(tools.list_inbox, title="Inbox", annotations=read_only)
+    return server
