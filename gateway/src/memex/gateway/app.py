@@ -17,7 +17,16 @@ from memex.gateway import errors
 from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
 from memex.gateway.middleware import BodyLimit, RequestContext
-from memex.gateway.routes import ask, chat, conversations, openai_compat, records, system, turns
+from memex.gateway.routes import (
+    ask,
+    chat,
+    conversations,
+    notes,
+    openai_compat,
+    records,
+    system,
+    turns,
+)
 from memex.gateway.routes.system import WEB_DIR
 from memex.gateway.security import Guard, RateLimiter
 from memex.shared.apikeys import KeyRing
@@ -89,6 +98,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         records.router,
         conversations.router,
         turns.router,
+        notes.router,
     ):
         app.include_router(router)
     WEB_DIR.mkdir(exist_ok=True)

@@ -278,6 +278,10 @@ async function refreshSidebar() {
       ),
     );
     markCurrent();
+    const current =
+      (conversations || []).find((c) => c.id === state.conversationId) ||
+      (threads || []).find((t) => t.id === state.threadId);
+    if (current && current.title) $("chat-title").textContent = current.title;
   } catch (err) {
     showSidebarError(err);
   }
