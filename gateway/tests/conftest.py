@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,32 +62,37 @@ def start_gateway(tmp: Path, **overrides: Any) -> tuple[Gateway, threading.Threa
         )
         async with serving(service) as running:
             address = f"127.0.0.1:{running.port}"
-            settings = GatewaySettings(
-                host="127.0.0.1",
-                port=0,
-                orchestrator_addr=address,
-                retrieval_addr=address,
-                keys_file=tmp / "keys.json",
+            given: dict[str, Any] = {
+                "host": "127.0.0.1",
+                "port": 0,
+                "orchestrator_addr": address,
+                "retrieval_addr": address,
+                "keys_file": tmp / "keys.json",
                 **overrides,
-            )
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
+            }
+            settings = GatewaySettings(**given)
             server = uvicorn.Server(
-                uvicorn.Config(create_app(settings), log_config=None, access_log=False)
+                uvicorn.Config(
+                    create_app(settings),
+                    host="127.0.0.1",
+                    port=0,
+                    log_config=None,
+                    access_log=False,
+                )
             )
             loop = asyncio.get_running_loop()
-            started.update(
-                settings=settings,
-                port=sock.getsockname()[1],
-                stop=lambda: loop.call_soon_threadsafe(setattr, server, "should_exit", True),
-            )
-            task = asyncio.create_task(server.serve(sockets=[sock]))
+            task = asyncio.create_task(server.serve())
             # uvicorn offers no started event to wait on
             while not server.started and not task.done():  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
+            if server.started:
+                started.update(
+                    settings=settings,
+                    port=server.servers[0].sockets[0].getsockname()[1],
+                    stop=lambda: loop.call_soon_threadsafe(setattr, server, "should_exit", True),
+                )
             ready.set()
             await task
-            sock.close()
 
     thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
     thread.start()

@@ -48,7 +48,7 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
 
     Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status; a chat message
-    ``fail before`` is refused before the first event, ``fail after`` fails mid-stream, ``slow``
+    ``fail before`` is refused before the first event; an ask ``slow`` waits until cancelled, ``fail after`` fails mid-stream, ``slow``
     streams until cancelled (setting ``cancelled``), ``idle`` waits a second before replying.
     """
 
@@ -61,6 +61,7 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self.chat_requests: list[pb.ChatRequest] = []
         self.request_ids: list[str] = []
         self.cancelled = threading.Event()
+        self.ask_cancelled = threading.Event()
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-{next(self.ids)}"
@@ -74,6 +75,12 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self._note_request_id(context)
         if request.question.startswith("status:"):
             await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
+        if request.question == "slow":
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                self.ask_cancelled.set()
+                raise
         return pb.AskResponse(
             answer="Graham returned £1,030.",
             citations=[CITATION],

@@ -11,7 +11,18 @@ import pytest
 
 from memex.shared.testing import free_port
 
-COMMANDS = ["up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker"]
+COMMANDS = [
+    "up",
+    "down",
+    "status",
+    "embed",
+    "ask",
+    "chat",
+    "conversations",
+    "forget",
+    "worker",
+    "keys",
+]
 
 
 def memex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

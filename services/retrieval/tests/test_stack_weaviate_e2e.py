@@ -50,6 +50,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         "MEMEX_REASONER_METRICS_PORT": str(free_port()),
         "MEMEX_ORCHESTRATOR_PORT": str(free_port()),
         "MEMEX_ORCHESTRATOR_METRICS_PORT": str(free_port()),
+        "MEMEX_GATEWAY_PORT": str(free_port()),
         "MEMEX_WEAVIATE_HTTP_PORT": str(theirs.http),
         "MEMEX_WEAVIATE_GRPC_PORT": str(theirs.grpc),
         # Read by the launcher itself (the stack passes them through): cluster ports.
@@ -71,7 +72,14 @@ def test_up_with_weaviate_indexes_and_searches(stack_env: dict[str, str], tmp_pa
     status = _memex(stack_env, "status", "--json")
     assert status.returncode == 0, status.stdout + status.stderr
     services = json.loads(status.stdout)["services"]
-    assert list(services) == ["weaviate", "embedding", "retrieval", "reasoner", "orchestrator"]
+    assert list(services) == [
+        "weaviate",
+        "embedding",
+        "retrieval",
+        "reasoner",
+        "orchestrator",
+        "gateway",
+    ]
     assert all(s["health"] == "SERVING" for s in services.values())
     key_file = tmp_path / "data" / "weaviate" / "api-key"
     assert key_file.stat().st_mode & 0o777 == 0o600

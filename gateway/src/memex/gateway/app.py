@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import grpc
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
@@ -17,6 +19,7 @@ from memex.gateway import errors
 from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
 from memex.gateway.middleware import BodyLimit, RequestContext
+from memex.gateway.models import ErrorBody
 from memex.gateway.routes import (
     ask,
     chat,
@@ -27,12 +30,17 @@ from memex.gateway.routes import (
     system,
     turns,
 )
-from memex.gateway.routes.system import WEB_DIR
 from memex.gateway.security import Guard, RateLimiter
 from memex.shared.apikeys import KeyRing
 from memex.shared.errors import MemexError
 
 log = logging.getLogger(__name__)
+
+REF = "#/components/schemas/{model}"
+ERROR_400: dict[str, Any] = {
+    "description": "Invalid request: malformed JSON, or a field missing or out of range.",
+    "content": {"application/json": {"schema": {"$ref": REF.format(model="ErrorBody")}}},
+}
 
 DESCRIPTION = """memex over HTTP: cited answers, streamed chat (server-sent events), search,
 records, conversations and queued turns, plus an OpenAI-compatible chat completions endpoint.
@@ -65,6 +73,30 @@ def check_startup(settings: GatewaySettings) -> None:
         )
 
 
+def _spec_with_400s(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """FastAPI documents 422 for invalid input; this gateway answers 400 (see errors.py), so
+    the published spec says 400, in the same error shape as every other error."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            for path in spec["paths"].values():
+                for operation in path.values():
+                    responses = operation.setdefault("responses", {})
+                    responses.pop("422", None)
+                    responses.setdefault("400", ERROR_400)
+            schemas = spec.get("components", {}).get("schemas", {})
+            schemas.setdefault("ErrorBody", ErrorBody.model_json_schema(ref_template=REF))
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    return openapi
+
+
 def create_app(settings: GatewaySettings) -> FastAPI:
     """The gateway for ``settings``; gRPC channels open in the lifespan and close after it."""
 
@@ -81,9 +113,11 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         version="1",
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        # FastAPI's docs pages load their scripts from a CDN; memex never phones home.
+        docs_url=None,
         redoc_url=None,
     )
+    app.openapi = _spec_with_400s(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.guard = Guard(
         keys=KeyRing(settings.keys_file),
@@ -101,8 +135,8 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         notes.router,
     ):
         app.include_router(router)
-    WEB_DIR.mkdir(exist_ok=True)
-    app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
+    # check_dir=False: the page may not be installed; /static then answers 404.
+    app.mount("/static", StaticFiles(directory=settings.web_dir, check_dir=False), name="static")
 
     app.add_exception_handler(errors.ApiError, errors.handle_api_error)
     app.add_exception_handler(grpc.aio.AioRpcError, errors.handle_rpc_error)

@@ -68,6 +68,10 @@ class GatewaySettings(BaseSettings):
         description="What `/healthz?deep=true` checks, as JSON: name to an http(s) URL, or to "
         "the host:port of a gRPC health service. Empty: the orchestrator and retrieval.",
     )
+    web_dir: Path = Field(
+        default_factory=lambda: Path(__file__).resolve().parent / "web",
+        description="The web chat page: index.html served at /, the rest under /static.",
+    )
     tenant: str = Field("", description="Tenant of every request; empty is the services' default.")
     log_level: str = Field("INFO", description="Python logging level.")
 

@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from memex.shared import errors
 from memex.shared.grpc_errors import INTERNAL_MESSAGE, status_for
@@ -36,9 +37,6 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.DEADLINE_EXCEEDED: 504,
 }
 """Anything not listed (UNKNOWN, INTERNAL, UNIMPLEMENTED, DATA_LOSS) is 500."""
-
-# The HTTP statuses the gateway itself produces, besides those of the table.
-PAYLOAD_TOO_LARGE = 413
 
 
 def http_status(code: grpc.StatusCode) -> int:
@@ -65,7 +63,12 @@ class ApiError(Exception):
             log.error("upstream failed with %s: %s", code.name, exc.details())
             message = INTERNAL_MESSAGE.format(request_id=request_id_var.get())
             return cls(grpc.StatusCode.INTERNAL, message)
-        return cls(code, exc.details() or code.name)
+        details = exc.details() or code.name
+        if code == grpc.StatusCode.UNAVAILABLE and "connect" in details.lower():
+            # The channel's own words ("failed to connect to all addresses; ...") help nobody.
+            log.warning("upstream unreachable: %s", details)
+            details = "a memex service is not reachable; is the stack up (`memex status`)?"
+        return cls(code, details)
 
     @classmethod
     def from_domain(cls, exc: errors.MemexError) -> ApiError:
@@ -134,7 +137,21 @@ async def handle_http_exception(request: Request, exc: Exception) -> JSONRespons
     response = error_json(code, str(exc.detail), exc.status_code)
     if exc.headers:
         response.headers.update(exc.headers)
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route matching the path only; a path served by
+        # several routes (GET and DELETE of a conversation) allows all of theirs.
+        response.headers["Allow"] = ", ".join(sorted(allowed_methods(request)))
     return response
+
+
+def allowed_methods(request: Request) -> set[str]:
+    """Every method some route serves at the request's path."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "__NONE__"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return methods
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -10,7 +10,6 @@ import json
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -123,9 +122,3 @@ class BodyLimit:
                 raise
             for message in self._refusal():
                 await send(message)
-
-
-def header(scope: Scope, name: bytes) -> str | None:
-    """One request header, decoded (helper for code that sees only the scope)."""
-    value: Any = dict(scope["headers"]).get(name)
-    return None if value is None else value.decode("latin-1")

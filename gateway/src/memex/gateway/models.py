@@ -6,20 +6,34 @@ own, so a request the gateway accepts is one the services can serve.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 MAX_TEXT = 8000
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer includes 42.0 but not false; pydantic's strict int is the other way
+    round on the first, its lax int on the second."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not a boolean")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
 Support = Literal["unspecified", "verbatim", "paraphrase", "inference"]
 Role = Literal["unspecified", "user", "assistant"]
 TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
 
 
 class Strict(BaseModel):
-    """A request body: unknown fields are refused, so a typo is a 400, not a silent default."""
+    """A request body: unknown fields are refused, so a typo is a 400, not a silent default, and
+    types are not coerced (``"limit": false`` is an error, not 0)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # --- errors and health -------------------------------------------------------------------------
@@ -106,7 +120,7 @@ class Record(BaseModel):
 class AskRequest(Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     persona: str = Field("", max_length=64, description="Empty: analyst.")
-    limit: int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
+    limit: Int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
 
 
 class Grounding(BaseModel):
@@ -175,7 +189,7 @@ class ChatError(BaseModel):
 
 class SearchRequest(Strict):
     query: str = Field(min_length=1, max_length=2000)
-    limit: int = Field(0, ge=0, le=100, description="Items to return; 0: the default.")
+    limit: Int = Field(0, ge=0, le=100, description="Items to return; 0: the default.")
     persona: str = Field("", max_length=64, description="Persona whose search settings apply.")
 
 
@@ -199,7 +213,7 @@ class RecordsQuery(Strict):
     collection: str = Field(min_length=1, max_length=64)
     filters: list[FieldFilter] = Field(default_factory=list, max_length=32)
     sort: str = Field("", max_length=128, description='Field to sort by; "-field" descends.')
-    limit: int = Field(0, ge=0, le=1000, description="0: 50.")
+    limit: Int = Field(0, ge=0, le=1000, description="0: 50.")
 
 
 class RecordsResponse(BaseModel):
@@ -292,11 +306,15 @@ class TurnList(BaseModel):
 
 
 class ContentPart(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     type: str
     text: str = ""
 
 
 class OpenAIMessage(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[ContentPart] | None = None
 
@@ -320,7 +338,7 @@ class ChatCompletionRequest(BaseModel):
     """OpenAI's request. Sampling fields (temperature, max_tokens, ...) are accepted and ignored:
     memex's persona settings decide them."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str = Field("memex", max_length=128)
     messages: list[OpenAIMessage] = Field(min_length=1, max_length=256)

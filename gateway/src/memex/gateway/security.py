@@ -77,21 +77,24 @@ async def caller(
 ) -> str:
     """Who is calling: ``key:<name>``, or ``client:<address>`` where keys are optional.
 
-    A key that is given is always checked, even where none is required: a wrong key is refused,
-    never quietly treated as anonymous. Then the caller's rate limit applies.
+    Where keys are optional, a key that matches none is ignored rather than refused: OpenAI
+    clients always send some key, and they must work unchanged against a loopback gateway.
+    Then the caller's rate limit applies.
     """
     guard: Guard = request.app.state.guard
+    key = None
     if credentials is not None:
         try:
             key = guard.keys.verify(credentials.credentials)
         except MemexError as exc:  # a damaged key file: refuse, and say where to look
             raise ApiError(grpc.StatusCode.UNAVAILABLE, exc.message) from exc
-        if key is None:
-            raise _unauthenticated("the API key is not valid (revoked, or mistyped)")
+    if key is not None:
         who = f"key:{key.name}"
-    elif guard.required or request.headers.get("authorization"):
+    elif guard.required:
         raise _unauthenticated(
-            "an API key is required: send `Authorization: Bearer <key>` "
+            "the API key is not valid (revoked, or mistyped)"
+            if credentials is not None
+            else "an API key is required: send `Authorization: Bearer <key>` "
             "(make one with `memex keys create NAME`)"
         )
     else:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from memex.gateway import convert, models
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.retrieval.v1 import retrieval_pb2 as rpb
@@ -18,13 +19,15 @@ async def ask(
     c: ClientsDep,
     s: SettingsDep,
     body: models.AskRequest,
+    request: Request,
 ) -> models.AskResponse:
     """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation."""
-    reply = await c.orchestrator.Ask(
+    call = c.orchestrator.Ask(
         opb.AskRequest(
             tenant=s.tenant, question=body.question, persona=body.persona, limit=body.limit
         )
     )
+    reply = await unless_disconnected(request, call, call.cancel)
     return convert.ask(reply)
 
 

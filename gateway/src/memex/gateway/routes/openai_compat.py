@@ -2,7 +2,8 @@
 work unchanged.
 
 Mapping (documented in docs/gateway.md):
-- The last message must be the user's; it is the question.
+- The last user message is the question (messages after it, such as an assistant prefill, are
+  ignored); a request without a user message with text is a 400.
 - With ``memex.conversation_id`` (OpenAI clients: ``extra_body={"memex": {...}}``), the reply
   continues that stored memex conversation, whose own history is the context; earlier messages
   in the request are then not sent again.
@@ -17,20 +18,22 @@ Mapping (documented in docs/gateway.md):
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from sse_starlette import ServerSentEvent
 
 from memex.gateway import metrics, models
 from memex.gateway.chat_stream import ChatStream, open_chat, status_code
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
-from memex.gateway.routes.chat import StreamResponse, ping
+from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -52,18 +55,17 @@ def persona_of(body: models.ChatCompletionRequest) -> str:
 def chat_message(body: models.ChatCompletionRequest) -> str:
     """The text sent to memex chat: the question, plus earlier turns when no conversation is
     continued (see the module docstring)."""
-    last = body.messages[-1]
-    question = last.plain_text().strip()
-    if last.role != "user" or not question:
+    users = [i for i, m in enumerate(body.messages) if m.role == "user" and m.plain_text().strip()]
+    if not users:
         raise ApiError(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            "the last message must be the user's question, with text",
+            grpc.StatusCode.INVALID_ARGUMENT, "no user message with text: send the question as one"
         )
+    question = body.messages[users[-1]].plain_text().strip()
     if body.memex is not None and body.memex.conversation_id:
         return question
     room = models.MAX_TEXT - len(question) - 40
     earlier: list[str] = []
-    for message in reversed(body.messages[:-1]):
+    for message in reversed(body.messages[: users[-1]]):
         text = message.plain_text().strip()
         if message.role not in ("user", "assistant") or not text:
             continue
@@ -137,7 +139,7 @@ async def _chunks(stream: ChatStream) -> AsyncIterator[ServerSentEvent]:
                     data=models.ErrorBody(error=payload.model_dump()).model_dump_json()
                 )
                 return
-            yield ServerSentEvent(data=chunk)
+            yield ServerSentEvent(data=json.dumps(chunk, ensure_ascii=False))
         yield ServerSentEvent(data="[DONE]")
     finally:
         gauge.dec()
@@ -151,7 +153,7 @@ async def _chunks(stream: ChatStream) -> AsyncIterator[ServerSentEvent]:
         200: {
             "description": "A chat.completion (JSON), or with stream: true an event stream. "
             + STREAM_DOC,
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": sse_schema(None)}},
         }
     },
 )
@@ -159,15 +161,16 @@ async def chat_completions(
     c: ClientsDep,
     s: SettingsDep,
     body: models.ChatCompletionRequest,
+    request: Request,
 ) -> Any:
     """A memex chat reply in OpenAI's shape, with citations in the `memex` extension."""
-    request = opb.ChatRequest(
+    chat_request = opb.ChatRequest(
         tenant=s.tenant,
         conversation_id=body.memex.conversation_id if body.memex else "",
         message=chat_message(body),
         persona=persona_of(body),
     )
-    stream = await open_chat(c.orchestrator, request, s.chat_timeout_seconds)
+    stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
     if body.stream:
         return StreamResponse(
             _chunks(stream),
@@ -177,7 +180,7 @@ async def chat_completions(
             sep="\n",
         )
     try:
-        meta, text, extension = await _collect(stream)
+        meta, text, extension = await unless_disconnected(request, _collect(stream), stream.cancel)
     finally:
         stream.cancel()
     return models.ChatCompletion(

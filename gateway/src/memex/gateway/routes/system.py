@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from memex.gateway import models
+from memex.gateway.config import GatewaySettings
 from memex.gateway.deps import ERRORS, SettingsDep
 from memex.gateway.errors import error_json
 from memex.gateway.security import caller
 from memex.shared.health import check, check_http
-
-WEB_DIR = Path(__file__).resolve().parents[1] / "web"
 
 router = APIRouter(tags=["system"])
 
@@ -59,8 +57,8 @@ async def prometheus_metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-def _page() -> Response:
-    index = WEB_DIR / "index.html"
+def _page(s: GatewaySettings) -> Response:
+    index = s.web_dir / "index.html"
     if not index.is_file():
         return error_json("NOT_FOUND", "the web page is not installed", 404)
     return FileResponse(index, media_type="text/html")
@@ -72,9 +70,9 @@ def _page() -> Response:
     response_class=Response,
     responses={404: ERRORS[404], 200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
 )
-async def index() -> Response:
+async def index(s: SettingsDep) -> Response:
     """The web chat page (its assets are under /static)."""
-    return _page()
+    return _page(s)
 
 
 @router.get(
@@ -83,6 +81,6 @@ async def index() -> Response:
     response_class=Response,
     responses={404: ERRORS[404], 200: {"content": {"text/html": {"schema": {"type": "string"}}}}},
 )
-async def note_page(episode_id: str, request: Request) -> Response:
+async def note_page(s: SettingsDep, episode_id: str) -> Response:
     """The web page; it reads the episode id from the address and renders the note."""
-    return _page()
+    return _page(s)
