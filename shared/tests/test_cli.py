@@ -12,17 +12,9 @@ import pytest
 from memex.shared.testing import free_port
 
 COMMANDS = [
-    "up",
-    "down",
-    "status",
-    "embed",
-    "ask",
-    "chat",
-    "conversations",
-    "forget",
-    "worker",
-    "keys",
-]
+    "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",
+    "search", "query", "timeline", "inbox", "note", "mcp", "keys",
+]  # fmt: skip
 
 
 def memex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,7 @@ from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e]
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "vault"
-TOOLS = {"ask", "search", "query_records", "person_timeline", "list_inbox"}
+TOOLS = {"ask", "search", "query_records", "person_timeline", "list_inbox", "get_note"}
 
 
 def small_vault(root: Path) -> Path:
@@ -86,6 +86,8 @@ def test_every_mcp_tool_on_the_real_stack(
                 "limit": 5,
             },
         )
+        hit = next(h for h in structured(out["search"])["hits"] if h["episode_id"])
+        out["note"] = await session.call_tool("get_note", {"episode_id": hit["episode_id"]})
         out["timeline"] = await session.call_tool("person_timeline", {"person": "Graham"})
         out["inbox"] = await session.call_tool("list_inbox", {"limit": 5})
         out["ask"] = await session.call_tool(
@@ -108,6 +110,16 @@ def test_every_mcp_tool_on_the_real_stack(
     assert hits and len(hits) <= 5
     assert all(h["citation"] for h in hits)
     assert "[[Flat Deposit Agreement]]" in {h["citation"] for h in hits}
+
+    note = structured(out["note"])
+    [hit] = [h for h in hits if h["episode_id"]][:1]
+    assert note["citation"] == hit["citation"] and note["episode_id"] == hit["episode_id"]
+    assert hit["text"] in note["text"]
+    shown = subprocess.run(
+        [*memex_cli, "note", note["episode_id"], "--json"],
+        env=stack_env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert shown.returncode == 0 and json.loads(shown.stdout)["text"] == note["text"]
 
     records = structured(out["records"])["records"]
     assert records and all(r["fields"]["date"] >= "2026-01-01" for r in records)

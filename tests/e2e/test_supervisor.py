@@ -72,7 +72,7 @@ def test_up_twice_is_harmless_and_embed_works_through_the_cli(
     assert embedded.returncode == 0
     assert json.loads(embedded.stdout)["dimension"] == 384
     bad = run(memex_cli, stack_env, "embed", "x" * 30_000)
-    assert bad.returncode == 2 and "characters" in bad.stdout
+    assert bad.returncode == 2 and "characters" in bad.stderr
 
 
 def test_commands_say_how_to_start_the_stack_when_it_is_down(
@@ -80,4 +80,4 @@ def test_commands_say_how_to_start_the_stack_when_it_is_down(
 ) -> None:
     result = run(memex_cli, stack_env, "embed", "hello")
     assert result.returncode == 3
-    assert "memex up" in result.stdout
+    assert "memex up" in result.stderr

@@ -1,24 +1,26 @@
-"""`memex ask`, `chat`, `conversations` and `forget`: talk to the running orchestrator."""
+"""`memex ask`, `conversations` and `forget`: talk to the running orchestrator."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import grpc
-from google.protobuf import json_format
-
+from memex.cli import rpc
+from memex.cli.progress import ticking
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.client import open_channel
 from memex.shared.stack import StackSettings
 
-EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = 1, 2, 3, 4
+# Kept for importers; the one definition is in rpc.
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = (
+    rpc.EXIT_FAILED,
+    rpc.EXIT_BAD_INPUT,
+    rpc.EXIT_NOT_RUNNING,
+    rpc.EXIT_NOT_FOUND,
+)
 SUPPORT_LABELS = {
     common_pb2.SUPPORT_VERBATIM: "verbatim",
     common_pb2.SUPPORT_PARAPHRASE: "paraphrase",
@@ -38,140 +40,79 @@ def render_citations(citations: Sequence[common_pb2.Citation]) -> str:
     return "\n".join(lines)
 
 
-def _run(settings: StackSettings, work: Callable[[Stub], Awaitable[T]]) -> T | int:
-    """Runs ``work`` against the orchestrator; maps failures to a message and an exit code."""
-
-    async def go() -> T:
-        async with open_channel(settings.orchestrator_addr, default_timeout=600) as channel:
-            return await work(orchestrator_pb2_grpc.OrchestratorServiceStub(channel))
-
-    try:
-        return asyncio.run(go())
-    except grpc.aio.AioRpcError as exc:
-        if exc.code() == grpc.StatusCode.UNAVAILABLE:
-            print(
-                f"memex is not reachable at {settings.orchestrator_addr}: start it with "
-                "`memex up` (or `make up`)",
-                file=sys.stderr,
-            )
-            return EXIT_NOT_RUNNING
-        print(f"error: {exc.code().name}: {exc.details()}", file=sys.stderr)
-        if exc.code() == grpc.StatusCode.NOT_FOUND:
-            return EXIT_NOT_FOUND
-        return EXIT_BAD_INPUT if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else EXIT_FAILED
-    except KeyboardInterrupt:
-        return 130
-
-
-def _dump(message: Any) -> None:
-    print(
-        json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True), indent=2)
-    )
+def run(settings: StackSettings, work: Callable[[Stub], Awaitable[T]]) -> T | int:
+    """Runs ``work`` against the orchestrator; failures become a message and an exit code."""
+    return rpc.call(settings.orchestrator_addr, orchestrator_pb2_grpc.OrchestratorServiceStub, work)
 
 
 def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     """One cited answer."""
+    if not args.question.strip():
+        print("error: ask a question, e.g. memex ask 'when did I move?'", file=sys.stderr)
+        return rpc.EXIT_BAD_INPUT
     request = pb.AskRequest(question=args.question, persona=args.persona, limit=args.limit)
-    reply = _run(settings, lambda stub: stub.Ask(request))
+    show = sys.stderr.isatty() and not args.json
+    reply = run(settings, lambda stub: ticking("thinking", stub.Ask(request), show))
     if isinstance(reply, int):
         return reply
     if args.json:
-        _dump(reply)
-        return 0
+        rpc.dump(reply)
+        return rpc.EXIT_OK
     print(reply.answer)
+    if reply.opinion:
+        print(f"\nOpinion (not from your notes): {reply.opinion}")
     if reply.citations:
         print("\nSources:\n" + render_citations(reply.citations))
+    withheld = f", {reply.withheld} sensitive withheld" if reply.withheld else ""
     print(
         f"\n— {reply.persona}, {reply.model}, {reply.latency_ms / 1000:.1f}s"
-        f"{', abstained' if reply.abstained else ''}",
+        f"{', abstained' if reply.abstained else ''}{withheld}",
         file=sys.stderr,
     )
-    return 0
-
-
-async def _chat_turn(stub: Stub, conversation: str, message: str, persona: str) -> str:
-    citations: list[common_pb2.Citation] = []
-    async for event in stub.Chat(
-        pb.ChatRequest(conversation_id=conversation, message=message, persona=persona)
-    ):
-        kind = event.WhichOneof("event")
-        if kind == "meta":
-            conversation = event.meta.conversation_id
-        elif kind == "delta":
-            print(event.delta, end="", flush=True)
-        elif kind == "citations":
-            citations = list(event.citations.citations)
-        elif kind == "error":
-            print(f"\n[error: {event.error.code}: {event.error.message}]", file=sys.stderr)
-    print()
-    if citations:
-        print("Sources:\n" + render_citations(citations))
-    return conversation
-
-
-def chat(args: argparse.Namespace, settings: StackSettings) -> int:
-    """An interactive chat that streams replies; one message per line; /exit or Ctrl-D ends it."""
-    interactive = sys.stdin.isatty()
-
-    async def session(stub: Stub) -> int:
-        conversation = args.conversation
-        if args.message:
-            await _chat_turn(stub, conversation, args.message, args.persona)
-            return 0
-        while True:
-            if interactive:
-                print("you> ", end="", flush=True)
-            line = await asyncio.to_thread(sys.stdin.readline)
-            if not line or line.strip() in ("/exit", "/quit"):
-                return 0
-            if line.strip():
-                conversation = await _chat_turn(stub, conversation, line.strip(), args.persona)
-
-    result = _run(settings, session)
-    return result if isinstance(result, int) else 0
+    return rpc.EXIT_OK
 
 
 def conversations(args: argparse.Namespace, settings: StackSettings) -> int:
     """Lists conversations, or replays one."""
     if args.id:
-        reply = _run(
+        reply = run(
             settings,
             lambda s: s.GetConversation(pb.GetConversationRequest(conversation_id=args.id)),
         )
         if isinstance(reply, int):
             return reply
         if args.json:
-            _dump(reply)
-            return 0
+            rpc.dump(reply)
+            return rpc.EXIT_OK
         print(f"# {reply.conversation.title}  ({reply.conversation.persona})")
         for m in reply.messages:
             who = "you" if m.role == pb.MESSAGE_ROLE_USER else "memex"
             print(f"\n{who}> {m.text}")
             if m.citations:
                 print(render_citations(m.citations))
-        return 0
-    listed = _run(
+        return rpc.EXIT_OK
+    listed = run(
         settings, lambda s: s.ListConversations(pb.ListConversationsRequest(limit=args.limit))
     )
     if isinstance(listed, int):
         return listed
     if args.json:
-        _dump(listed)
-        return 0
+        rpc.dump(listed)
+        return rpc.EXIT_OK
     for c in listed.conversations:
         print(f"{c.id}  {c.updated_at[:16]}  {c.message_count:>3} msgs  {c.title}")
     if not listed.conversations:
         print("no conversations yet; start one with `memex chat`")
-    return 0
+    return rpc.EXIT_OK
 
 
 def forget(args: argparse.Namespace, settings: StackSettings) -> int:
     """Deletes a conversation with its messages."""
-    reply = _run(
+    reply = run(
         settings,
         lambda s: s.DeleteConversation(pb.DeleteConversationRequest(conversation_id=args.id)),
     )
     if isinstance(reply, int):
         return reply
     print(f"forgot conversation {args.id}")
-    return 0
+    return rpc.EXIT_OK

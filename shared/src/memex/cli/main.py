@@ -10,9 +10,11 @@ from pydantic import ValidationError
 
 from memex.cli import (
     ask_commands,
+    chat_command,
     embed_command,
     generate_command,
     key_commands,
+    records_commands,
     retrieval_commands,
     stack_commands,
 )
@@ -22,7 +24,12 @@ Command = Callable[[argparse.Namespace, StackSettings], int]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memex", description="memex, your cited personal memory")
+    parser = argparse.ArgumentParser(
+        prog="memex",
+        description="memex, your cited personal memory",
+        epilog="exit codes: 0 ok, 1 failed, 2 bad input, 3 memex not running (`memex up`), "
+        "4 not found, 5 timed out, 130 interrupted",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser("up", help="start the stack on loopback and wait until it is healthy")
@@ -54,13 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="the whole structured result as JSON")
     ask.set_defaults(run=ask_commands.ask)
 
-    chat = commands.add_parser("chat", help="chat with streamed, cited replies")
-    chat.add_argument("message", nargs="?", default="", help="send one message and exit")
+    chat = commands.add_parser("chat", help="chat with streamed, cited replies (a session)")
+    chat.add_argument("message", nargs="?", default=None, help="send one message and exit")
     chat.add_argument(
         "--persona", default="", help="friend (default), analyst, coach, skeptic, ..."
     )
     chat.add_argument("--conversation", default="", help="continue this conversation id")
-    chat.set_defaults(run=ask_commands.chat)
+    chat.add_argument("--json", action="store_true", help="one JSON object per reply")
+    chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")
     convs.add_argument("id", nargs="?", default="", help="a conversation to replay")
@@ -72,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     forget.add_argument("id")
     forget.set_defaults(run=ask_commands.forget)
     retrieval_commands.add_parsers(commands)
+    records_commands.add_parsers(commands)
     generate_command.add_parser(commands)
     key_commands.add_parsers(commands)
 

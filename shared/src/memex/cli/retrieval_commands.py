@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import grpc
 from google.protobuf import json_format
 
+from memex.cli import rpc
 from memex.common.v1 import common_pb2
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.client import open_channel
 from memex.shared.stack import StackSettings
 
-EXIT_BAD_INPUT = 2
-EXIT_NOT_RUNNING = 3
+EXIT_BAD_INPUT = rpc.EXIT_BAD_INPUT
 SERVICE = "memex.retrieval.v1.RetrievalService"
 CHANNELS = {
     "vector": common_pb2.CHANNEL_VECTOR,
@@ -60,36 +57,15 @@ def add_parsers(commands: Any) -> None:
 
 
 def _call(settings: StackSettings, body: Callable[[Any], Awaitable[T]]) -> T | int:
-    """Runs ``body(stub)`` and turns RPC failures into a message and an exit code."""
-
-    async def go() -> T:
-        async with open_channel(
-            settings.retrieval_addr,
-            service=SERVICE,
-            idempotent_methods=["Search"],
-            default_timeout=3600,
-        ) as channel:
-            return await body(retrieval_pb2_grpc.RetrievalServiceStub(channel))
-
-    try:
-        return asyncio.run(go())
-    except grpc.aio.AioRpcError as exc:
-        if exc.code() == grpc.StatusCode.UNAVAILABLE:
-            print(
-                f"the retrieval service at {settings.retrieval_addr} is not reachable "
-                f"({exc.details()}); start the stack with `memex up`",
-                file=sys.stderr,
-            )
-            return EXIT_NOT_RUNNING
-        print(f"error: {exc.code().name}: {exc.details()}", file=sys.stderr)
-        bad = (
-            grpc.StatusCode.INVALID_ARGUMENT,
-            grpc.StatusCode.PERMISSION_DENIED,
-            grpc.StatusCode.NOT_FOUND,
-        )
-        return EXIT_BAD_INPUT if exc.code() in bad else 1
-    except KeyboardInterrupt:
-        return 130
+    """Runs ``body(stub)``; RPC failures become a message and an exit code (see ``rpc``)."""
+    return rpc.call(
+        settings.retrieval_addr,
+        retrieval_pb2_grpc.RetrievalServiceStub,
+        body,
+        service=SERVICE,
+        idempotent_methods=["Search"],
+        timeout=3600,
+    )
 
 
 def _bar(done: int, total: int, path: str) -> None:

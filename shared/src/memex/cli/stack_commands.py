@@ -117,7 +117,7 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
         summary = {"running": state is not None, "supervisor_pid": pid, "services": report}
         _print(json.dumps(summary, indent=2))
     else:
-        _print("memex is running" if state else "memex is not running; start it with `memex up`")
+        _print("memex is running" if state else "memex isn't running — start it with `memex up`")
         for name, service in report.items():
             _print(
                 f"  {name:<12} {service['health']:<12} {service['address']}"

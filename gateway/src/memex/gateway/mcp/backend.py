@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi
 ORCHESTRATOR_TIMEOUT_S = 600.0
 RETRIEVAL_TIMEOUT_S = 60.0
 RETRIEVAL_SERVICE = "memex.retrieval.v1.RetrievalService"
-_READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox"]
+_READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]
 
 
 def tool_error(exc: grpc.aio.AioRpcError, what: str, address: str) -> ToolError:

@@ -184,3 +184,43 @@ class InboxResult(BaseModel):
     """Inbox items, soonest first."""
 
     items: list[RecordOut]
+
+
+class NoteSection(BaseModel):
+    """Where one chunk of the note lies in its text: a citation's item_id is a chunk id."""
+
+    id: str
+    heading: str
+    start: int
+    end: int
+
+
+class NoteResult(BaseModel):
+    """A whole note, as a citation links to it."""
+
+    citation: str = Field(description='"[[Title]]"')
+    episode_id: str
+    title: str
+    path: str
+    date: str
+    tags: list[str]
+    sensitive: bool
+    text: str = Field(description="the note's body, without frontmatter")
+    sections: list[NoteSection]
+
+    @classmethod
+    def from_proto(cls, r: retrieval_pb2.GetNoteResponse) -> NoteResult:
+        """The retrieval service's note as a tool result."""
+        return cls(
+            citation=f"[[{r.title}]]",
+            episode_id=r.episode_id,
+            title=r.title,
+            path=r.path,
+            date=r.date,
+            tags=list(r.tags),
+            sensitive=r.sensitive,
+            text=r.text,
+            sections=[
+                NoteSection(id=c.id, heading=c.heading, start=c.start, end=c.end) for c in r.chunks
+            ],
+        )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Annotated, Any, Literal
 
 from google.protobuf import struct_pb2
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, JsonValue
 
@@ -15,6 +18,7 @@ from memex.gateway.mcp.models import (
     AskResult,
     ChannelName,
     InboxResult,
+    NoteResult,
     RecordOut,
     RecordsResult,
     SearchHit,
@@ -60,11 +64,13 @@ def _value(value: Any) -> struct_pb2.Value:
 class Tools:
     """The tool functions, bound to one stack."""
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, progress_every_s: float = 5.0) -> None:
         self.stack = stack
+        self.progress_every_s = progress_every_s
 
     async def ask(
         self,
+        ctx: Context,
         question: Annotated[str, Field(min_length=1, max_length=4000)],
         persona: Annotated[
             str, Field(description="analyst (default), coach, friend, skeptic, ...")
@@ -77,8 +83,20 @@ class Tools:
         citations. Each citation says how the source supports the claim: verbatim, paraphrase, or
         inference ("reading between the lines"). `abstained` is true when memory holds no answer."""
         request = orchestrator_pb2.AskRequest(question=question, persona=persona, limit=limit)
-        reply = await self.stack.orchestrator(lambda stub: stub.Ask(request))
-        return AskResult.from_proto(reply)
+        call = asyncio.ensure_future(self.stack.orchestrator(lambda stub: stub.Ask(request)))
+        # An ask on a local CPU model takes a while: progress keeps a client that asked for it
+        # informed (and, for many clients, keeps its request timeout from firing).
+        start = time.monotonic()
+        try:
+            while True:
+                done, _ = await asyncio.wait({call}, timeout=self.progress_every_s)
+                if done:
+                    break
+                elapsed = time.monotonic() - start
+                await ctx.report_progress(elapsed, message=f"thinking ({elapsed:.0f}s)")
+        finally:
+            call.cancel()  # a no-op once done; stops the RPC if the client cancelled
+        return AskResult.from_proto(call.result())
 
     async def search(
         self,
@@ -162,6 +180,18 @@ class Tools:
         request = retrieval_pb2.ListInboxRequest(limit=limit, include_done=include_done)
         reply = await self.stack.retrieval(lambda stub: stub.ListInbox(request))
         return InboxResult(items=[RecordOut.from_proto(r) for r in reply.items])
+
+    async def get_note(
+        self,
+        episode_id: Annotated[
+            str, Field(min_length=1, description="a citation's or a search hit's episode_id")
+        ],
+    ) -> NoteResult:
+        """The whole note a citation points to: title, path, date, tags and its text, to read
+        the cited passage in context."""
+        request = retrieval_pb2.GetNoteRequest(episode_id=episode_id)
+        reply = await self.stack.retrieval(lambda stub: stub.GetNote(request))
+        return NoteResult.from_proto(reply)
 
     async def _resolve_entity(self, person: str) -> str:
         """The entity id for an id, a name or an alias; a tool error when none or many match."""

@@ -1,0 +1,296 @@
+"""The `memex` read commands against real in-process gRPC servers on port 0 whose servicers are
+fakes: what each command sends, what it prints (text and --json), and its exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import json_format, struct_pb2
+
+from memex.common.v1 import common_pb2
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.retrieval.v1 import retrieval_pb2 as rpb
+from memex.retrieval.v1 import retrieval_pb2_grpc
+from memex.shared.testing import free_port
+
+ENTITIES = [
+    {"id": "graham-pearce", "name": "Graham Pearce", "aliases": ["Graham"]},
+    {"id": "chioma-okafor", "name": "Chioma Okafor", "aliases": ["Chi"]},
+    {"id": "maya-okafor", "name": "Maya Okafor", "aliases": ["Maya"]},
+]
+CITATIONS = [
+    common_pb2.Citation(
+        ref="[[Flat Deposit]]", support=common_pb2.SUPPORT_VERBATIM, quote="£1,030"
+    ),
+    common_pb2.Citation(ref="events:ev-1", support=common_pb2.SUPPORT_PARAPHRASE),
+    common_pb2.Citation(ref="[[Journal]]", support=common_pb2.SUPPORT_INFERENCE),
+]
+
+
+def record(collection: str, fields: dict[str, Any]) -> rpb.Record:
+    s = struct_pb2.Struct()
+    s.update(fields)
+    return rpb.Record(
+        collection=collection, id=fields["id"], fields=s, citation=f"{collection}:{fields['id']}"
+    )
+
+
+class Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
+    """Answers from fixed data; keeps the requests it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def QueryRecords(self, request: Any, context: Any) -> rpb.QueryRecordsResponse:
+        self.seen.append(request)
+        if request.collection == "secrets":
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, "collection 'secrets' ...")
+        if request.collection == "entities":
+            return rpb.QueryRecordsResponse(records=[record("entities", e) for e in ENTITIES])
+        event = {"id": "ev-1", "title": "Boiler fixed", "date": "2025-03-31"}
+        return rpb.QueryRecordsResponse(records=[record(request.collection, event)])
+
+    async def PersonTimeline(self, request: Any, context: Any) -> rpb.PersonTimelineResponse:
+        self.seen.append(request)
+        [entity] = [e for e in ENTITIES if e["id"] == request.entity_id]
+        item = rpb.RetrievedItem(
+            id="c1", text="Graham agreed to return £1,030.", citation="[[Flat Deposit]]"
+        )
+        return rpb.PersonTimelineResponse(
+            entity=record("entities", entity),
+            entries=[rpb.TimelineEntry(date="2026-04-28", item=item)],
+        )  # fmt: skip
+
+    async def ListInbox(self, request: Any, context: Any) -> rpb.ListInboxResponse:
+        self.seen.append(request)
+        task = {
+            "id": "inbox-1",
+            "title": "Pay allotment rent",
+            "due": "2026-12-31",
+            "status": "pending",
+        }
+        return rpb.ListInboxResponse(items=[record("inbox", task)])  # fmt: skip
+
+    async def GetNote(self, request: Any, context: Any) -> rpb.GetNoteResponse:
+        if request.episode_id != "ep1":
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no note {request.episode_id!r}")
+        return rpb.GetNoteResponse(
+            episode_id="ep1", title="Flat Deposit", path="home/Flat Deposit.md",
+            date="2026-04-28", tags=["home"], text="# Deposit\nGraham returned £1,030.",
+        )  # fmt: skip
+
+
+class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
+    """A cited answer and a chat stream of fixed text."""
+
+    def __init__(self) -> None:
+        self.chats: list[Any] = []
+
+    async def Ask(self, request: Any, context: Any) -> opb.AskResponse:
+        if request.limit < 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
+        return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
+
+    async def Chat(self, request: Any, context: Any) -> AsyncIterator[opb.ChatResponse]:
+        self.chats.append(request)
+        conversation = request.conversation_id or f"conv-{len(self.chats)}"
+        yield opb.ChatResponse(meta=opb.ChatMeta(conversation_id=conversation))
+        for word in ["You ", "said: ", request.message]:
+            yield opb.ChatResponse(delta=word)
+        yield opb.ChatResponse(citations=opb.ChatCitations(citations=CITATIONS))
+        yield opb.ChatResponse(done=opb.ChatDone(message_id="m1"))
+
+
+@pytest.fixture
+async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Retrieval, Orchestrator]]:
+    # Fakes implement only what the CLI calls; the rest answer UNIMPLEMENTED.
+    retrieval, orchestrator = Retrieval(), Orchestrator()  # type: ignore[abstract]
+    server = grpc.aio.server()
+    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(retrieval, server)
+    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(orchestrator, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    env = {
+        **os.environ,
+        "MEMEX_DATA_DIR": str(tmp_path),
+        "MEMEX_RETRIEVAL_PORT": str(port),
+        "MEMEX_ORCHESTRATOR_PORT": str(port),
+    }
+    try:
+        yield env, retrieval, orchestrator
+    finally:
+        await server.stop(None)
+
+
+async def memex(env: dict[str, str], *args: str, stdin: str = "") -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "memex.cli", *args, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_query_sends_conditions_and_prints_records(stack: Any) -> None:
+    env, retrieval, _ = stack
+    code, out, _ = await memex(
+        env, "query", "events", "--where", "date", ">=", "2025-01-01",
+        "--where", "participants", "contains", "graham-pearce", "--where", "n", "in", "[1, 2]",
+        "--sort=-date", "--limit", "5",
+    )  # fmt: skip
+    assert code == 0
+    assert "2025-03-31  events:ev-1  Boiler fixed" in out
+    request = retrieval.seen[-1]
+    conditions: list[Any] = [
+        (f.field, f.op, json_format.MessageToDict(f.value)) for f in request.filter
+    ]
+    assert conditions == [
+        ("date", "gte", "2025-01-01"),
+        ("participants", "contains", "graham-pearce"),
+        ("n", "in", [1, 2]),
+    ]
+    assert (request.sort, request.limit) == ("-date", 5)
+    code, out, _ = await memex(env, "query", "events", "--json")
+    assert code == 0
+    assert json.loads(out)["records"][0]["citation"] == "events:ev-1"
+
+
+async def test_query_bad_input_exit_codes(stack: Any) -> None:
+    env, _, _ = stack
+    code, _, err = await memex(env, "query", "events", "--where", "date", "=~", "x")
+    assert code == 2 and "unknown operator '=~'" in err
+    code, _, err = await memex(env, "query", "secrets")
+    assert code == 2 and "PERMISSION_DENIED" in err
+
+
+async def test_timeline_resolves_names_and_aliases(stack: Any) -> None:
+    env, retrieval, _ = stack
+    code, out, _ = await memex(env, "timeline", "graham")
+    assert code == 0
+    assert retrieval.seen[-1].entity_id == "graham-pearce"
+    assert "# Graham Pearce" in out and "2026-04-28  [[Flat Deposit]]  Graham agreed" in out
+    code, out, _ = await memex(env, "timeline", "Chi", "--json")
+    assert code == 0 and json.loads(out)["entity"]["id"] == "chioma-okafor"
+    code, _, err = await memex(env, "timeline", "Nobody")
+    assert code == 4 and "Nobody" in err
+    code, _, err = await memex(env, "timeline", "okafor")  # two names contain it
+    assert code == 2 and "chioma-okafor" in err and "maya-okafor" in err
+
+
+async def test_inbox_and_note(stack: Any) -> None:
+    env, retrieval, _ = stack
+    code, out, _ = await memex(env, "inbox", "--all")
+    assert code == 0 and "inbox:inbox-1  Pay allotment rent  [pending]" in out
+    assert retrieval.seen[-1].include_done
+    code, out, _ = await memex(env, "inbox", "--json")
+    assert json.loads(out)["items"][0]["id"] == "inbox-1"
+    code, out, _ = await memex(env, "note", "ep1")
+    assert code == 0 and "[[Flat Deposit]]  home/Flat Deposit.md  2026-04-28  #home" in out
+    assert "Graham returned £1,030." in out
+    code, out, _ = await memex(env, "note", "ep1", "--json")
+    assert json.loads(out)["path"] == "home/Flat Deposit.md"
+    code, _, err = await memex(env, "note", "missing")
+    assert code == 4 and "NOT_FOUND" in err
+
+
+async def test_ask_renders_support_labels(stack: Any) -> None:
+    env, _, _ = stack
+    code, out, _ = await memex(env, "ask", "How much came back?")
+    assert code == 0
+    assert '[1] [[Flat Deposit]] (verbatim) "£1,030"' in out
+    assert "[2] events:ev-1 (paraphrase)" in out
+    assert "[3] [[Journal]] (reading between the lines)" in out
+    code, out, _ = await memex(env, "ask", "q", "--json")
+    assert json.loads(out)["citations"][2]["support"] == "SUPPORT_INFERENCE"
+    code, _, err = await memex(env, "ask", "q", "--limit", "-1")
+    assert code == 2 and "limit" in err
+    code, _, _ = await memex(env, "ask", "   ")
+    assert code == 2
+
+
+async def test_chat_session_streams_and_keeps_the_conversation(stack: Any) -> None:
+    env, _, orchestrator = stack
+    code, out, _ = await memex(env, "chat", stdin="hello\n\n/new\nagain\nthird\n/exit\nignored\n")
+    assert code == 0
+    assert out.count("Sources:") == 3
+    assert "You said: hello" in out and "(reading between the lines)" in out
+    assert [c.message for c in orchestrator.chats] == ["hello", "again", "third"]
+    # /new starts over; otherwise each turn continues the conversation the server named.
+    assert [c.conversation_id for c in orchestrator.chats] == ["", "", "conv-2"]
+    code, out, _ = await memex(env, "chat", "one shot", "--json")
+    assert code == 0
+    turn = json.loads(out)
+    assert turn["reply"] == "You said: one shot"
+    assert [c["support"] for c in turn["citations"]] == [
+        "verbatim",
+        "paraphrase",
+        "reading between the lines",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "events"],
+        ["timeline", "graham"],
+        ["inbox"],
+        ["note", "ep1"],
+        ["search", "x"],
+        ["ask", "q"],
+        ["chat", "hi"],
+        ["conversations", "--json"],
+    ],
+)
+async def test_every_read_command_says_start_memex_when_it_is_down(
+    tmp_path: Path, args: list[str]
+) -> None:
+    ports = {f"MEMEX_{n}_PORT": str(free_port()) for n in ("RETRIEVAL", "ORCHESTRATOR")}
+    env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), **ports}
+    code, out, err = await memex(env, *args)
+    assert code == 3, err
+    assert "memex isn't running" in err and "`memex up`" in err
+    assert out == ""
+
+
+async def test_chat_on_a_terminal_prompts_and_streams(stack: Any) -> None:
+    env, _, orchestrator = stack
+    master, slave = pty.openpty()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "memex.cli", "chat", "--persona", "coach", env=env,
+        stdin=slave, stdout=slave, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    os.write(master, b"hello\n/exit\n")  # typed ahead; the terminal buffers it
+    chunks: list[bytes] = []
+
+    def read_all() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    await asyncio.wait_for(asyncio.to_thread(read_all), 60)
+    os.close(master)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
+    screen = b"".join(chunks).decode(errors="replace")
+    assert "memex chat (coach)" in screen and "/new" in screen
+    assert "you> " in screen
+    assert "memex> You said: hello" in screen
+    assert "(reading between the lines)" in screen
+    assert [c.persona for c in orchestrator.chats] == ["coach"]
