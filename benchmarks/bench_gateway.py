@@ -30,6 +30,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import httpx
@@ -38,6 +39,9 @@ from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 from memex.shared.stack import StackSettings
 from memex.shared.supervisor import read_state
 from memex.shared.testing import free_port, private_stack_env
+
+if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
+    from memex.orchestrator.v1.orchestrator_pb2_grpc import OrchestratorServiceAsyncStub
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -112,7 +116,7 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-async def direct(stub: orchestrator_pb2_grpc.OrchestratorServiceStub, message: str) -> Trace:
+async def direct(stub: OrchestratorServiceAsyncStub, message: str) -> Trace:
     trace = Trace()
     start = time.perf_counter()
     async for event in stub.Chat(orchestrator_pb2.ChatRequest(message=message)):
@@ -159,7 +163,7 @@ async def latency(base_url: str, orchestrator: str, rounds: int) -> dict[str, fl
         grpc.aio.insecure_channel(orchestrator) as channel,
         httpx.AsyncClient(base_url=base_url, timeout=60) as client,
     ):
-        stub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
+        stub: OrchestratorServiceAsyncStub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
         for warm in QUESTIONS[:2]:  # connections, model sessions, caches
             await direct(stub, warm)
             await through_gateway(client, warm)

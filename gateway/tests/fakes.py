@@ -263,6 +263,21 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
         items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
         return rpb.ListInboxResponse(items=[_record("inbox", f) for f in items])
 
+    async def GetNote(self, request: rpb.GetNoteRequest, context: Context) -> rpb.GetNoteResponse:
+        if not request.episode_id:
+            raise InvalidArgument("episode_id is required")
+        if request.episode_id != "ep-1":
+            raise NotFound(f"no note with episode_id {request.episode_id!r}")
+        return rpb.GetNoteResponse(
+            episode_id="ep-1",
+            title="Flat lease",
+            path="home/Flat lease.md",
+            date="2026-02-01",
+            tags=["home"],
+            text=f"# Deposit\n{ITEM.text}",
+            chunks=[rpb.NoteChunk(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
+        )
+
     async def _unused(self, request: Any, context: Context) -> Any:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the gateway does not call this")
 

@@ -15,11 +15,10 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from memex.reasoner.config import default_model_path
 from memex.shared.testing import REPO_ROOT, require
@@ -114,7 +113,7 @@ def ask(page: Page, text: str) -> None:
     page.get_by_role("button", name="Send").click()
 
 
-def check_citations(answer: Any) -> int:
+def check_citations(answer: Locator) -> int:
     """Every rendered citation has a known support label; returns how many there are."""
     citations = answer.locator(".citation")
     for label in answer.locator(".citation .support").all_inner_texts():
