@@ -264,3 +264,21 @@ def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, 
 def test_an_unknown_note_says_so(page: Page) -> None:
     page.goto(f"{BASE}/notes/ep-gone")
     expect(page.get_by_role("alert")).to_contain_text("NOT_FOUND")
+
+
+def test_at_a_narrow_width_the_history_folds_behind_a_button(page: Page, api: Api) -> None:
+    page.set_viewport_size({"width": 380, "height": 740})
+    sidebar = page.get_by_role("navigation", name="Conversations and threads")
+    expect(sidebar).to_be_hidden()
+    toggle = page.get_by_role("button", name="History")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(sidebar).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    # The page never scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380
+    toggle.click()
+    sidebar.get_by_role("button", name="Queued").click()  # opening a thread folds it again
+    expect(sidebar).to_be_hidden()
+    expect(page.locator("#chat-title")).to_have_text("Queued")

@@ -292,7 +292,10 @@ function markCurrent() {
     const current =
       (item.dataset.kind === "conversation" && item.dataset.id === state.conversationId) ||
       (item.dataset.kind === "thread" && item.dataset.id === state.threadId);
-    item.querySelector(".open").toggleAttribute("aria-current", current);
+    // aria-current="" would mean false: say "true", or leave it off.
+    const open = item.querySelector(".open");
+    if (current) open.setAttribute("aria-current", "true");
+    else open.removeAttribute("aria-current");
   }
 }
 
