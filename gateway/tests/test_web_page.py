@@ -169,6 +169,8 @@ def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
         ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend"}),
         ("delta", {"text": "Graham gave back "}),
         ("delta", {"text": "£1,030."}),
+        # The orchestrator's own withheld note ends the text; the page shows it once, below.
+        ("delta", {"text": "\n\n_(2 sensitive sources withheld from the cloud answer.)_"}),
         ("citations", {"citations": CITATIONS, "withheld": 2}),
         ("done", {"message_id": "m1", "latency_ms": 1234.0, "chunks_considered": 8}),
     )
@@ -177,7 +179,7 @@ def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
     ask(page, "How much of my deposit came back?")
     answer = page.locator(".message.assistant")
     expect(answer).to_have_attribute("data-state", "done")
-    expect(answer).to_have_attribute("data-deltas", "2")
+    expect(answer).to_have_attribute("data-deltas", "3")
     expect(answer.locator(".text")).to_have_text("Graham gave back £1,030.")
     labels = answer.locator(".citation .support").all_inner_texts()
     assert labels == ["verbatim", "paraphrase", "reading between the lines"]
@@ -186,7 +188,9 @@ def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
     # A record citation without a note shows its ref and quote, not a dead link.
     expect(answer.locator(".citation").nth(2).locator("a")).to_have_count(0)
     expect(answer.locator(".citation").nth(2)).to_contain_text("events:ev-deposit-agreed")
-    expect(answer.locator(".withheld")).to_contain_text("2 sensitive sources were withheld")
+    expect(answer.locator(".withheld")).to_have_text(
+        "2 sensitive sources were withheld from this answer."
+    )
     expect(answer.locator(".meta")).to_have_text("friend · smol · 1.2 s · 8 chunks considered")
     # The next message continues the same conversation.
     api.chat_body = body

@@ -4,6 +4,7 @@
 import { ApiError, apiKey, chat, getJson, postJson, remove, setApiKey } from "./api.js";
 import {
   el,
+  liftWithheldNote,
   messageItem,
   renderCitations,
   renderError,
@@ -83,7 +84,8 @@ async function streamAnswer(text) {
         answer.dataset.state = "streaming";
         scrollToEnd();
       } else if (event === "citations") {
-        renderCitations(answer, data.citations, data.withheld || 0);
+        const lifted = liftWithheldNote(answer);
+        renderCitations(answer, data.citations, Math.max(data.withheld || 0, lifted));
       } else if (event === "done") {
         finished = true;
         answer.dataset.state = "done";
@@ -166,7 +168,7 @@ async function showReply(question, turn) {
     if (!reply) throw new ApiError(0, "NOT_FOUND", "the answer was not found in the thread");
     const item = messageItem("assistant", reply.text, { state: "done", turnId: reply.id });
     question.after(item);
-    renderCitations(item, reply.citations);
+    renderCitations(item, reply.citations, liftWithheldNote(item));
     scrollToEnd();
   } catch (err) {
     renderError(question, ...describe(err));
@@ -190,7 +192,7 @@ async function openConversation(id) {
     for (const m of messages || []) {
       const item = append(messageItem(m.role, m.text, { state: "done" }));
       if (m.role === "assistant") {
-        renderCitations(item, m.citations);
+        renderCitations(item, m.citations, liftWithheldNote(item));
         const seconds = m.latency_ms ? `${(m.latency_ms / 1000).toFixed(1)} s` : "";
         renderMeta(item, [conversation.persona, m.model, seconds]);
       }
@@ -217,7 +219,7 @@ async function openThread(id, title) {
         if (t.state === "error") renderError(item, "TURN_FAILED", t.error || "failed");
         if (t.state === "pending" || t.state === "thinking") pollTurn(item, t.id);
       } else {
-        renderCitations(item, t.citations);
+        renderCitations(item, t.citations, liftWithheldNote(item));
       }
     }
   } catch (err) {

@@ -61,6 +61,19 @@ function citationItem(citation) {
   );
 }
 
+// The orchestrator ends an answer with "_(N sensitive sources withheld from the cloud answer.)_"
+// (Markdown italics); the page shows that as the sources block's withheld line instead.
+const WITHHELD_NOTE = /\s*_\((\d+) sensitive sources? withheld from [^)]*\)_\s*$/;
+
+/** Takes the trailing withheld note out of a message's text; returns its count (0: none). */
+export function liftWithheldNote(message) {
+  const body = message.querySelector(".text");
+  const match = body.textContent.match(WITHHELD_NOTE);
+  if (!match) return 0;
+  body.textContent = body.textContent.slice(0, match.index);
+  return Number(match[1]);
+}
+
 /** Fills (or refills) a message's citation block; `withheld` sensitive items get a note. */
 export function renderCitations(message, citations, withheld = 0) {
   message.querySelector(".sources")?.remove();
@@ -79,7 +92,7 @@ export function renderCitations(message, citations, withheld = 0) {
       el(
         "p",
         { class: "withheld", role: "note" },
-        `${withheld} sensitive ${noun} withheld from this answer (the model is not local).`,
+        `${withheld} sensitive ${noun} withheld from this answer.`,
       ),
     );
   }
