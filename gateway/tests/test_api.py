@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from memex.gateway.errors import HTTP_STATUS, http_status
-
-from .conftest import Gateway
+from memex.gateway.testing import Gateway
 
 TABLE = {
     "INVALID_ARGUMENT": 400,

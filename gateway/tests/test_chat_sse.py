@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Gateway, running_gateway
+from memex.gateway.testing import Gateway, running_gateway
 
 
 def read_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:

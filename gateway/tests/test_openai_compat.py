@@ -9,7 +9,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from .conftest import Gateway
+from memex.gateway.testing import Gateway
 
 
 @pytest.fixture

@@ -14,10 +14,9 @@ import pytest
 from memex.gateway.app import StartupError, check_startup
 from memex.gateway.config import GatewaySettings, is_loopback
 from memex.gateway.security import RateLimiter
+from memex.gateway.testing import running_gateway
 from memex.shared import apikeys
 from memex.shared.testing import free_port
-
-from .conftest import running_gateway
 
 
 def test_keys_are_required_by_setting_and_accepted_when_valid(tmp_path: Path) -> None:
@@ -229,3 +228,13 @@ def test_services_that_are_down_are_503_with_a_plain_message(tmp_path: Path) -> 
                 "code": "UNAVAILABLE",
                 "message": "a memex service is not reachable; is the stack up (`memex status`)?",
             }
+
+
+def test_a_call_past_its_deadline_is_504_and_is_cancelled(tmp_path: Path) -> None:
+    with (
+        running_gateway(tmp_path, request_timeout_seconds=0.5, rate_limit_per_minute=0) as g,
+        httpx.Client(base_url=g.url, timeout=30) as c,
+    ):
+        r = c.post("/v1/ask", json={"question": "slow"})
+        assert r.status_code == 504 and r.json()["error"]["code"] == "DEADLINE_EXCEEDED"
+        assert g.orchestrator.ask_cancelled.wait(10)  # the service stopped working on it

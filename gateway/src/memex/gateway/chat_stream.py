@@ -66,6 +66,7 @@ class ChatStream:
     def __init__(self, call: Any, first: ChatEvent) -> None:
         self._call = call
         self._first = first
+        self._ended = False
 
     @property
     def first(self) -> ChatEvent:
@@ -75,6 +76,8 @@ class ChatStream:
     def cancel(self) -> None:
         """Cancels the call if it still runs (idempotent)."""
         if not self._call.done():
+            if not self._ended:
+                log.info("the reply was abandoned (client gone or shutdown); cancelling the chat")
             self._call.cancel()
 
     async def events(self) -> AsyncIterator[ChatEvent]:
@@ -86,6 +89,7 @@ class ChatStream:
                     message = await self._call.read()
                 except grpc.aio.AioRpcError as exc:
                     failure = ApiError.from_rpc(exc)
+                    self._ended = True
                     yield "error", models.ChatError(code=failure.code.name, message=failure.message)
                     return
                 if message is grpc.aio.EOF:
@@ -97,8 +101,9 @@ class ChatStream:
                     )
                     return
                 event = to_event(message)
+                self._ended = event[0] in ("done", "error")
                 yield event
-                if event[0] in ("done", "error"):
+                if self._ended:
                     return
         finally:
             # Whatever ended us (the client left, a server shutdown, the end), the call must not

@@ -58,7 +58,7 @@ class GatewaySettings(BaseSettings):
         15.0, gt=0, description="Keep-alive comment interval on an idle event stream."
     )
     request_timeout_seconds: float = Field(
-        120.0, gt=0, description="Deadline of a JSON call to a service (ask included)."
+        300.0, gt=0, description="Deadline of a JSON call to a service (ask included)."
     )
     chat_timeout_seconds: float = Field(
         600.0, gt=0, description="Deadline of a whole streamed chat reply."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -17,6 +18,7 @@ from fastapi import Request
 from memex.gateway.errors import ApiError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 async def _disconnected(request: Request) -> None:
@@ -42,6 +44,7 @@ async def unless_disconnected(
     finally:
         watcher.cancel()
         if not task.done():
+            log.info("the client went away before the answer; cancelling its call")
             cancel()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError, ApiError):

@@ -1,4 +1,5 @@
-"""Stand-ins for the orchestrator and retrieval services, for unit tests of the gateway.
+"""Stand-ins for the orchestrator and retrieval services, for unit tests (and benchmarks) of the
+gateway.
 
 They are real gRPC servicers (served in-process on port 0 behind memex's own interceptor), holding
 their state in memory; the real services are exercised by the end-to-end tests. A few magic
@@ -47,9 +48,10 @@ REPLY = ["Graham returned ", "£1,030 ", "of the deposit."]
 class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
 
-    Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status; a chat message
-    ``fail before`` is refused before the first event; an ask ``slow`` waits until cancelled, ``fail after`` fails mid-stream, ``slow``
-    streams until cancelled (setting ``cancelled``), ``idle`` waits a second before replying.
+    Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
+    waits until cancelled (setting ``ask_cancelled``). A chat message ``fail before`` is refused
+    before the first event, ``fail after`` fails mid-stream, ``slow`` streams until cancelled
+    (setting ``cancelled``), ``idle`` waits a second before replying.
     """
 
     def __init__(self) -> None:
