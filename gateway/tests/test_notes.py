@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from .conftest import Gateway
+from memex.gateway.testing import Gateway
 
 
 def test_a_note_comes_back_with_its_chunks_offsets(gateway: Gateway) -> None:
