@@ -111,7 +111,12 @@ class Api:
         elif path == "/v1/turns":
             route.fulfill(status=202, json={"turn": self.turn("pending")})
         elif path == "/v1/turns/t1":
-            route.fulfill(json={"turn": self.turn(self.turn_states.pop(0))})
+            state = self.turn_states.pop(0)
+            if state == "limited":
+                error = {"error": {"code": "RESOURCE_EXHAUSTED", "message": "rate limit"}}
+                route.fulfill(status=429, json=error, headers={"Retry-After": "1"})
+            else:
+                route.fulfill(json={"turn": self.turn(state)})
         elif path == "/v1/threads/th1/turns":
             reply = {**self.turn("answered"), "id": "t2", "role": "assistant", "text": "Plot 23B."}
             route.fulfill(json={"turns": [self.turn("answered"), reply]})
@@ -127,7 +132,7 @@ class Api:
             "text": "What's my plot?",
             "citations": [CITATIONS[0]] if state == "answered" else [],
             "state": state,
-            "error": "",
+            "error": "reasoner unavailable" if state == "error" else "",
             "created_at": "2026-11-30T05:00:00Z",
         }
 
@@ -236,6 +241,7 @@ def test_the_api_key_is_sent_as_a_bearer_token(page: Page, api: Api) -> None:
 
 
 def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> None:
+    api.turn_states = ["pending", "limited", "thinking", "answered"]  # a 429 is waited out
     page.get_by_role("radio", name="Queue").check()
     expect(page.get_by_label("Persona")).to_be_disabled()
     ask(page, "What's my plot?")
@@ -245,7 +251,8 @@ def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> N
     expect(reply.locator(".text")).to_have_text("Plot 23B.")
     expect(reply.locator(".support")).to_have_text("verbatim")
     polled = [p for m, p, _, _ in api.requests if p == "/v1/turns/t1"]
-    assert len(polled) == 3
+    assert len(polled) == 4
+    expect(page.get_by_role("alert")).to_have_count(0)
     expect(page.locator("#threads li")).to_have_count(1)
 
 
@@ -286,3 +293,14 @@ def test_at_a_narrow_width_the_history_folds_behind_a_button(page: Page, api: Ap
     sidebar.get_by_role("button", name="Queued").click()  # opening a thread folds it again
     expect(sidebar).to_be_hidden()
     expect(page.locator("#chat-title")).to_have_text("Queued")
+
+
+def test_a_queued_turn_that_fails_shows_the_workers_message(page: Page, api: Api) -> None:
+    api.turn_states = ["thinking", "error"]
+    page.get_by_role("radio", name="Queue").check()
+    ask(page, "What's my plot?")
+    question = page.locator(".message.user")
+    expect(question).to_have_attribute("data-state", "error", timeout=10_000)
+    expect(question.locator(".turn-state")).to_have_text("error")
+    expect(question.get_by_role("alert")).to_have_text("TURN_FAILED reasoner unavailable")
+    expect(page.locator(".message.assistant")).to_have_count(0)

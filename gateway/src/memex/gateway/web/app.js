@@ -137,14 +137,28 @@ async function queueTurn(text) {
   pollTurn(question, turn.id);
 }
 
+// Rate limited, a service restarting, the gateway briefly unreachable: worth polling again.
+const TRANSIENT = new Set([0, 429, 502, 503, 504]);
+const MAX_TRANSIENT_FAILURES = 6;
+
 async function pollTurn(question, turnId) {
+  let delay = POLL_MS;
+  let failures = 0;
   for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, delay));
     if (!question.isConnected) return; // the user moved to another conversation
     let turn;
     try {
       ({ turn } = await getJson(`/v1/turns/${encodeURIComponent(turnId)}`));
+      delay = POLL_MS;
+      failures = 0;
     } catch (err) {
+      failures += 1;
+      const transient = err instanceof ApiError && TRANSIENT.has(err.status);
+      if (transient && failures < MAX_TRANSIENT_FAILURES) {
+        delay = Math.min(delay * 2, 10_000); // back off; the turn is safe in the queue meanwhile
+        continue;
+      }
       renderError(question, ...describe(err));
       return;
     }
