@@ -28,7 +28,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -136,7 +136,7 @@ demo: up ## The main job: start the stack, index the sample vault, ask it a ques
 	@echo
 	@echo "Ask your own: .venv/bin/memex ask \"...\"   chat: .venv/bin/memex chat   stop: make down"
 
-bench: bench-embedding bench-retrieval bench-reasoner bench-orchestrator ## Every benchmark
+bench: bench-embedding bench-retrieval bench-reasoner bench-orchestrator bench-gateway ## Every benchmark
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
@@ -152,6 +152,9 @@ bench-reasoner: install models ## Reasoner TTFT, throughput and cancel against i
 
 bench-orchestrator: install models ## memex's own ask/chat overhead (stub model time removed), conc. 1 and 16
 	$(PY) benchmarks/bench_orchestrator.py $(BENCH_ORCH_ARGS)
+
+bench-gateway: install models ## Gateway SSE overhead against the orchestrator's gRPC stream; 200 concurrent streams
+	$(PY) benchmarks/bench_gateway.py $(BENCH_GATEWAY_ARGS)
 
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules

@@ -20,7 +20,16 @@ from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
 from memex.gateway.middleware import BodyLimit, RequestContext
 from memex.gateway.models import ErrorBody
-from memex.gateway.routes import ask, chat, conversations, openai_compat, records, system, turns
+from memex.gateway.routes import (
+    ask,
+    chat,
+    conversations,
+    notes,
+    openai_compat,
+    records,
+    system,
+    turns,
+)
 from memex.gateway.security import Guard, RateLimiter
 from memex.shared.apikeys import KeyRing
 from memex.shared.errors import MemexError
@@ -123,6 +132,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         records.router,
         conversations.router,
         turns.router,
+        notes.router,
     ):
         app.include_router(router)
     # check_dir=False: the page may not be installed; /static then answers 404.

@@ -29,7 +29,7 @@ ORCHESTRATOR_READS = (
     "ListThreads",
     "ListTurns",
 )
-RETRIEVAL_READS = ("QueryRecords", "PersonTimeline", "ListInbox")
+RETRIEVAL_READS = ("QueryRecords", "PersonTimeline", "ListInbox", "GetNote")
 
 
 @dataclass

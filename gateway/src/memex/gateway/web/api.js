@@ -1,0 +1,136 @@
+// The gateway's HTTP API as the page uses it: JSON calls, errors, and the chat SSE stream.
+// EventSource cannot POST, so the stream is read with fetch and a ReadableStream.
+
+const KEY_STORAGE = "memex.apiKey";
+
+/** The API key saved in this browser, or "". */
+export function apiKey() {
+  try {
+    return localStorage.getItem(KEY_STORAGE) || "";
+  } catch {
+    return ""; // storage can be blocked (private mode, file policies); run without a key
+  }
+}
+
+/** Saves (or, with "", forgets) the API key. */
+export function setApiKey(key) {
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  else localStorage.removeItem(KEY_STORAGE);
+}
+
+/** An error the gateway (or the network) reported, with the gateway's code when it gave one. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function headers(extra = {}) {
+  const key = apiKey();
+  return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
+}
+
+async function errorFrom(response) {
+  let code = `HTTP_${response.status}`;
+  let message = response.statusText || "request failed";
+  try {
+    const body = await response.json();
+    if (body && body.error) {
+      code = body.error.code || code;
+      message = body.error.message || message;
+    }
+  } catch {
+    // not JSON (a proxy's error page, say): keep the status line
+  }
+  if (response.status === 401) {
+    message += " — set the API key (top right) to the gateway's key.";
+  }
+  return new ApiError(response.status, code, message);
+}
+
+async function send(method, path, body, signal) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(0, "UNREACHABLE", "The gateway cannot be reached. Is memex running?");
+  }
+  if (!response.ok) throw await errorFrom(response);
+  return response;
+}
+
+/** GET a JSON resource. */
+export async function getJson(path) {
+  return (await send("GET", path)).json();
+}
+
+/** DELETE a resource. */
+export async function remove(path) {
+  await send("DELETE", path);
+}
+
+/** POST a JSON body, returning the JSON answer. */
+export async function postJson(path, body) {
+  return (await send("POST", path, body)).json();
+}
+
+/**
+ * Splits an SSE byte stream into events: yields {event, data} with data parsed as JSON.
+ * Comment lines (": ping") are skipped; fields may span several `data:` lines.
+ */
+export async function* readEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const parsed = parseBlock(block);
+      if (parsed) yield parsed;
+    }
+  }
+  const last = parseBlock(buffer);
+  if (last) yield last;
+}
+
+function parseBlock(block) {
+  let event = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (!line || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return null;
+  const text = data.join("\n");
+  try {
+    return { event, data: JSON.parse(text) };
+  } catch {
+    return { event, data: { text } };
+  }
+}
+
+/**
+ * POST /v1/chat and yield its events. An error before the stream starts is thrown as ApiError;
+ * one inside the stream arrives as an `error` event.
+ */
+export async function* chat(body, signal) {
+  const response = await send("POST", "/v1/chat", body, signal);
+  yield* readEvents(response.body);
+}

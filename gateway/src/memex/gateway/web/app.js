@@ -1,0 +1,408 @@
+// The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, polled),
+// with the conversation and thread lists in the sidebar.
+
+import { ApiError, apiKey, chat, getJson, postJson, remove, setApiKey } from "./api.js";
+import {
+  el,
+  liftWithheldNote,
+  messageItem,
+  renderCitations,
+  renderError,
+  renderMeta,
+  renderTurnState,
+} from "./render.js";
+import { closeNote, noteIdFromLocation, showNote } from "./note.js";
+
+const POLL_MS = 1000;
+const PERSONA_STORAGE = "memex.persona";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  mode: "stream",
+  conversationId: "", // the streamed conversation being shown
+  threadId: "", // the queued thread being shown
+  controller: null, // aborts the running stream
+};
+
+function log() {
+  return $("log");
+}
+
+function scrollToEnd() {
+  const chatPane = $("chat");
+  chatPane.scrollTop = chatPane.scrollHeight;
+}
+
+function append(item) {
+  $("empty").hidden = true;
+  log().append(item);
+  scrollToEnd();
+  return item;
+}
+
+function clearLog(title) {
+  log().replaceChildren();
+  $("empty").hidden = false;
+  $("chat-title").textContent = title;
+}
+
+function persona() {
+  return $("persona").value.trim();
+}
+
+function describe(err) {
+  if (err instanceof ApiError) return [err.code, err.message];
+  return ["ERROR", String(err && err.message ? err.message : err)];
+}
+
+// ---- streamed chat -------------------------------------------------------------------------
+
+async function streamAnswer(text) {
+  append(messageItem("user", text));
+  const answer = append(messageItem("assistant", "", { state: "waiting", deltas: "0" }));
+  answer.setAttribute("aria-busy", "true");
+  const body = answer.querySelector(".text");
+  const meta = { persona: "", model: "" };
+  let deltas = 0;
+  let finished = false;
+  state.controller = new AbortController();
+  setBusy(true);
+  try {
+    const request = { message: text, persona: persona() || undefined };
+    if (state.conversationId) request.conversation_id = state.conversationId;
+    for await (const { event, data } of chat(request, state.controller.signal)) {
+      if (event === "meta") {
+        state.conversationId = data.conversation_id || state.conversationId;
+        meta.persona = data.persona;
+        meta.model = data.model;
+        answer.dataset.state = "streaming";
+        renderMeta(answer, [meta.persona, meta.model]);
+      } else if (event === "delta") {
+        body.append(document.createTextNode(data.text || ""));
+        deltas += 1;
+        answer.dataset.deltas = String(deltas);
+        answer.dataset.state = "streaming";
+        scrollToEnd();
+      } else if (event === "citations") {
+        const lifted = liftWithheldNote(answer);
+        renderCitations(answer, data.citations, Math.max(data.withheld || 0, lifted));
+      } else if (event === "done") {
+        finished = true;
+        answer.dataset.state = "done";
+        const seconds = data.latency_ms ? `${(data.latency_ms / 1000).toFixed(1)} s` : "";
+        const chunks =
+          data.chunks_considered !== undefined ? `${data.chunks_considered} chunks considered` : "";
+        renderMeta(answer, [meta.persona, meta.model, seconds, chunks]);
+      } else if (event === "error") {
+        finished = true;
+        renderError(answer, data.code, data.message || "the answer failed");
+      }
+    }
+    if (!finished) renderError(answer, "INTERRUPTED", "The stream ended before the answer did.");
+    if (!body.textContent.trim() && answer.dataset.state === "done") {
+      body.textContent = "(no answer text)";
+    }
+  } catch (err) {
+    if (err.name === "AbortError") {
+      renderError(answer, "STOPPED", "You stopped this answer.");
+    } else {
+      renderError(answer, ...describe(err));
+    }
+  } finally {
+    answer.removeAttribute("aria-busy");
+    state.controller = null;
+    setBusy(false);
+    refreshSidebar();
+  }
+}
+
+// ---- queued turns --------------------------------------------------------------------------
+
+async function queueTurn(text) {
+  const question = append(messageItem("user", text));
+  renderTurnState(question, "sending");
+  let turn;
+  try {
+    const request = { text };
+    if (state.threadId) request.thread_id = state.threadId;
+    ({ turn } = await postJson("/v1/turns", request));
+  } catch (err) {
+    renderError(question, ...describe(err));
+    return;
+  }
+  state.threadId = turn.thread_id;
+  question.dataset.turnId = turn.id;
+  renderTurnState(question, turn.state);
+  refreshSidebar();
+  pollTurn(question, turn.id);
+}
+
+// Rate limited, a service restarting, the gateway briefly unreachable: worth polling again.
+const TRANSIENT = new Set([0, 429, 502, 503, 504]);
+const MAX_TRANSIENT_FAILURES = 6;
+
+async function pollTurn(question, turnId) {
+  let delay = POLL_MS;
+  let failures = 0;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    if (!question.isConnected) return; // the user moved to another conversation
+    let turn;
+    try {
+      ({ turn } = await getJson(`/v1/turns/${encodeURIComponent(turnId)}`));
+      delay = POLL_MS;
+      failures = 0;
+    } catch (err) {
+      failures += 1;
+      const transient = err instanceof ApiError && TRANSIENT.has(err.status);
+      if (transient && failures < MAX_TRANSIENT_FAILURES) {
+        delay = Math.min(delay * 2, 10_000); // back off; the turn is safe in the queue meanwhile
+        continue;
+      }
+      renderError(question, ...describe(err));
+      return;
+    }
+    renderTurnState(question, turn.state);
+    if (turn.state === "error") {
+      renderError(question, "TURN_FAILED", turn.error || "the worker could not answer");
+      return;
+    }
+    if (turn.state === "answered") {
+      await showReply(question, turn);
+      return;
+    }
+  }
+}
+
+async function showReply(question, turn) {
+  try {
+    const { turns } = await getJson(`/v1/threads/${encodeURIComponent(turn.thread_id)}/turns`);
+    const at = turns.findIndex((t) => t.id === turn.id);
+    const reply = turns.slice(at + 1).find((t) => t.role === "assistant");
+    if (!reply) throw new ApiError(0, "NOT_FOUND", "the answer was not found in the thread");
+    const item = messageItem("assistant", reply.text, { state: "done", turnId: reply.id });
+    question.after(item);
+    renderCitations(item, reply.citations, liftWithheldNote(item));
+    scrollToEnd();
+  } catch (err) {
+    renderError(question, ...describe(err));
+  }
+}
+
+// ---- history -------------------------------------------------------------------------------
+
+async function openConversation(id) {
+  closeSidebarOnNarrow();
+  closeNote();
+  state.mode = "stream";
+  setMode("stream");
+  try {
+    const { conversation, messages } = await getJson(
+      `/v1/conversations/${encodeURIComponent(id)}`,
+    );
+    state.conversationId = id;
+    state.threadId = "";
+    clearLog(conversation.title || "Conversation");
+    for (const m of messages || []) {
+      const item = append(messageItem(m.role, m.text, { state: "done" }));
+      if (m.role === "assistant") {
+        renderCitations(item, m.citations, liftWithheldNote(item));
+        const seconds = m.latency_ms ? `${(m.latency_ms / 1000).toFixed(1)} s` : "";
+        renderMeta(item, [conversation.persona, m.model, seconds]);
+      }
+    }
+  } catch (err) {
+    showSidebarError(err);
+  }
+  markCurrent();
+}
+
+async function openThread(id, title) {
+  closeSidebarOnNarrow();
+  closeNote();
+  setMode("queue");
+  try {
+    const { turns } = await getJson(`/v1/threads/${encodeURIComponent(id)}/turns`);
+    state.threadId = id;
+    state.conversationId = "";
+    clearLog(title || "Thread");
+    for (const t of turns || []) {
+      const item = append(messageItem(t.role, t.text, { turnId: t.id }));
+      if (t.role === "user") {
+        renderTurnState(item, t.state);
+        if (t.state === "error") renderError(item, "TURN_FAILED", t.error || "failed");
+        if (t.state === "pending" || t.state === "thinking") pollTurn(item, t.id);
+      } else {
+        renderCitations(item, t.citations, liftWithheldNote(item));
+      }
+    }
+  } catch (err) {
+    showSidebarError(err);
+  }
+  markCurrent();
+}
+
+async function forgetConversation(id) {
+  if (!confirm("Forget this conversation and its messages?")) return;
+  try {
+    await remove(`/v1/conversations/${encodeURIComponent(id)}`);
+    if (state.conversationId === id) newConversation();
+  } catch (err) {
+    showSidebarError(err);
+  }
+  refreshSidebar();
+}
+
+function historyEntry(kind, id, title, when, open) {
+  const button = el(
+    "button",
+    { type: "button", class: "open", dataset: { id } },
+    el("span", { class: "title" }, title || "(untitled)"),
+    el("time", { datetime: when || "" }, when ? new Date(when).toLocaleString() : ""),
+  );
+  button.addEventListener("click", open);
+  const item = el("li", { dataset: { kind, id } }, button);
+  if (kind === "conversation") {
+    const forget = el(
+      "button",
+      { type: "button", class: "forget", "aria-label": `Forget “${title}”`, title: "Forget" },
+      "×",
+    );
+    forget.addEventListener("click", () => forgetConversation(id));
+    item.append(forget);
+  }
+  return item;
+}
+
+async function refreshSidebar() {
+  $("sidebar-error").hidden = true;
+  try {
+    const [{ conversations }, { threads }] = await Promise.all([
+      getJson("/v1/conversations?limit=50"),
+      getJson("/v1/threads"),
+    ]);
+    $("conversations").replaceChildren(
+      ...(conversations || []).map((c) =>
+        historyEntry("conversation", c.id, c.title, c.updated_at || c.created_at, () =>
+          openConversation(c.id),
+        ),
+      ),
+    );
+    $("threads").replaceChildren(
+      ...(threads || []).map((t) =>
+        historyEntry("thread", t.id, t.title, t.created_at, () => openThread(t.id, t.title)),
+      ),
+    );
+    markCurrent();
+    const current =
+      (conversations || []).find((c) => c.id === state.conversationId) ||
+      (threads || []).find((t) => t.id === state.threadId);
+    if (current && current.title) $("chat-title").textContent = current.title;
+  } catch (err) {
+    showSidebarError(err);
+  }
+}
+
+function markCurrent() {
+  for (const item of document.querySelectorAll(".threads li")) {
+    const current =
+      (item.dataset.kind === "conversation" && item.dataset.id === state.conversationId) ||
+      (item.dataset.kind === "thread" && item.dataset.id === state.threadId);
+    // aria-current="" would mean false: say "true", or leave it off.
+    const open = item.querySelector(".open");
+    if (current) open.setAttribute("aria-current", "true");
+    else open.removeAttribute("aria-current");
+  }
+}
+
+function showSidebarError(err) {
+  const [code, message] = describe(err);
+  const box = $("sidebar-error");
+  box.textContent = `${code}: ${message}`;
+  box.hidden = false;
+}
+
+// ---- controls ------------------------------------------------------------------------------
+
+function setBusy(busy) {
+  $("send").disabled = busy;
+  $("stop").hidden = !busy;
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.checked = radio.value === mode;
+  }
+  $("persona").disabled = mode === "queue"; // queued turns use the worker's default persona
+}
+
+function newConversation() {
+  closeNote();
+  state.conversationId = "";
+  state.threadId = "";
+  clearLog("New conversation");
+  markCurrent();
+  $("composer-input").focus();
+}
+
+function closeSidebarOnNarrow() {
+  document.body.classList.remove("sidebar-open");
+  $("sidebar-toggle").setAttribute("aria-expanded", "false");
+}
+
+function submit(event) {
+  event.preventDefault();
+  const input = $("composer-input");
+  const text = input.value.trim();
+  if (!text || state.controller) return;
+  input.value = "";
+  if (state.mode === "queue") queueTurn(text);
+  else streamAnswer(text);
+}
+
+function init() {
+  $("composer").addEventListener("submit", submit);
+  $("composer-input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
+  });
+  $("stop").addEventListener("click", () => state.controller?.abort());
+  $("new-chat").addEventListener("click", newConversation);
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.addEventListener("change", () => {
+      // Streamed conversations and queued threads are separate histories: start afresh.
+      setMode(radio.value);
+      newConversation();
+    });
+  }
+  const personaInput = $("persona");
+  personaInput.value = localStorage.getItem(PERSONA_STORAGE) || "";
+  personaInput.addEventListener("change", () => {
+    localStorage.setItem(PERSONA_STORAGE, persona());
+  });
+  $("api-key").value = apiKey();
+  $("key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    setApiKey($("api-key").value.trim());
+    $("key-status").textContent = apiKey() ? "Saved." : "No key set.";
+    refreshSidebar();
+  });
+  $("key-clear").addEventListener("click", () => {
+    setApiKey("");
+    $("api-key").value = "";
+    $("key-status").textContent = "Forgotten.";
+  });
+  $("sidebar-close").addEventListener("click", closeSidebarOnNarrow);
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeSidebarOnNarrow();
+  });
+  $("sidebar-toggle").addEventListener("click", () => {
+    const open = document.body.classList.toggle("sidebar-open");
+    $("sidebar-toggle").setAttribute("aria-expanded", String(open));
+  });
+  refreshSidebar();
+  const noteId = noteIdFromLocation();
+  if (noteId) showNote(noteId);
+}
+
+init();

@@ -1,0 +1,306 @@
+"""The web chat page's own logic in a real Chromium, with the gateway's answers given by the test.
+
+The page's files are served as they ship; only the API calls are answered here (Playwright
+routes), so SSE parsing across chunk boundaries, error rendering and citation labels are checked
+exactly. The streaming path against the real stack is tests/e2e/test_web_chat.py.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Page, Route, expect, sync_playwright
+
+from memex.shared.testing import require
+
+WEB = Path(__file__).resolve().parents[1] / "src" / "memex" / "gateway" / "web"
+CHROMIUM = Path("/usr/bin/chromium")
+BASE = "http://memex.test"
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+pytestmark = pytest.mark.slow
+
+CITATIONS = [
+    {
+        "ref": "[[Flat Deposit Agreement]]",
+        "item_id": "c1",
+        "episode_id": "ep-deposit",
+        "quote": "£1,030 of the £1,150",
+        "support": "verbatim",
+    },
+    {
+        "ref": "[[2026-04-28 — Deposit sorted]]",
+        "item_id": "c2",
+        "episode_id": "ep-sorted",
+        "quote": "he agreed to drop the worktop charge",
+        "support": "paraphrase",
+    },
+    {
+        "ref": "events:ev-deposit-agreed",
+        "item_id": "ev-deposit-agreed",
+        "episode_id": "",
+        "quote": "Graham was being fair",
+        "support": "inference",
+    },
+]
+
+NOTE = {
+    "episode_id": "ep-deposit",
+    "title": "Flat Deposit Agreement",
+    "path": "home/Flat Deposit Agreement.md",
+    "date": "2026-04-28",
+    "text": "# Deal 🏠\nGraham returns £1,030 of the £1,150.\n# Later\nIt came late.",
+    # Offsets count code points, as Python does; the emoji is two UTF-16 units in JavaScript.
+    "chunks": [
+        {"id": "c0", "ordinal": 0, "heading": "Deal", "start": 0, "end": 9},
+        {"id": "c1", "ordinal": 1, "heading": "Deal", "start": 9, "end": 46},
+    ],
+}
+
+
+def sse(*events: tuple[str, dict[str, Any]]) -> str:
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+class Api:
+    """The answers the page gets, and the requests it made."""
+
+    def __init__(self) -> None:
+        self.chat_body = ""
+        self.chat_status = 200
+        self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
+        self.turn_states = ["pending", "thinking", "answered"]
+
+    def handle(self, route: Route) -> None:
+        request = route.request
+        path = urlsplit(request.url).path
+        self.requests.append((request.method, path, request.headers, request.post_data))
+        if path == "/" or path.startswith(("/static/", "/notes/")):
+            # The gateway serves the page itself at / and at /notes/{id}.
+            name = path.removeprefix("/static/") if path.startswith("/static/") else "index.html"
+            file = WEB / name
+            kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            route.fulfill(status=200, body=file.read_bytes(), content_type=kind)
+        elif path == "/v1/chat":
+            if self.chat_status != 200:
+                error = {"error": {"code": "UNAVAILABLE", "message": "the orchestrator is down"}}
+                route.fulfill(status=self.chat_status, json=error)
+            else:
+                route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
+        elif path == "/v1/notes/ep-deposit":
+            route.fulfill(json=NOTE)
+        elif path.startswith("/v1/conversations"):
+            route.fulfill(json={"conversations": []})
+        elif path == "/v1/threads":
+            route.fulfill(json={"threads": [{"id": "th1", "title": "Queued", "created_at": ""}]})
+        elif path == "/v1/turns":
+            route.fulfill(status=202, json={"turn": self.turn("pending")})
+        elif path == "/v1/turns/t1":
+            state = self.turn_states.pop(0)
+            if state == "limited":
+                error = {"error": {"code": "RESOURCE_EXHAUSTED", "message": "rate limit"}}
+                route.fulfill(status=429, json=error, headers={"Retry-After": "1"})
+            else:
+                route.fulfill(json={"turn": self.turn(state)})
+        elif path == "/v1/threads/th1/turns":
+            reply = {**self.turn("answered"), "id": "t2", "role": "assistant", "text": "Plot 23B."}
+            route.fulfill(json={"turns": [self.turn("answered"), reply]})
+        else:
+            route.fulfill(status=404, json={"error": {"code": "NOT_FOUND", "message": path}})
+
+    @staticmethod
+    def turn(state: str) -> dict[str, Any]:
+        return {
+            "id": "t1",
+            "thread_id": "th1",
+            "role": "user",
+            "text": "What's my plot?",
+            "citations": [CITATIONS[0]] if state == "answered" else [],
+            "state": state,
+            "error": "reasoner unavailable" if state == "error" else "",
+            "created_at": "2026-11-30T05:00:00Z",
+        }
+
+
+@pytest.fixture
+def api() -> Api:
+    return Api()
+
+
+@pytest.fixture
+def page(api: Api, tmp_path: Path) -> Iterator[Page]:
+    require(CHROMIUM, "run `make browser`")
+    with sync_playwright() as p:
+        # A persistent context is how Playwright takes a fresh --user-data-dir of our own.
+        browser = p.chromium.launch_persistent_context(
+            tmp_path / "profile", executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            page = browser.new_page()
+            page.route(f"{BASE}/**", api.handle)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(f"{BASE}/")
+            yield page
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def ask(page: Page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
+    page: Page, api: Api
+) -> None:
+    body = sse(
+        ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend"}),
+        ("delta", {"text": "Graham gave back "}),
+        ("delta", {"text": "£1,030."}),
+        # The orchestrator's own withheld note ends the text; the page shows it once, below.
+        ("delta", {"text": "\n\n_(2 sensitive sources withheld from the cloud answer.)_"}),
+        ("citations", {"citations": CITATIONS, "withheld": 2}),
+        ("done", {"message_id": "m1", "latency_ms": 1234.0, "chunks_considered": 8}),
+    )
+    # CRLF line ends and a keep-alive comment: both are valid SSE the page must read.
+    api.chat_body = ": ping\r\n\r\n" + body.replace("\n", "\r\n")
+    ask(page, "How much of my deposit came back?")
+    answer = page.locator(".message.assistant")
+    expect(answer).to_have_attribute("data-state", "done")
+    expect(answer).to_have_attribute("data-deltas", "3")
+    expect(answer.locator(".text")).to_have_text("Graham gave back £1,030.")
+    labels = answer.locator(".citation .support").all_inner_texts()
+    assert labels == ["verbatim", "paraphrase", "reading between the lines"]
+    link = answer.get_by_role("link", name="[[Flat Deposit Agreement]]")
+    expect(link).to_have_attribute("href", "/notes/ep-deposit?chunk=c1")
+    # A record citation without a note shows its ref and quote, not a dead link.
+    expect(answer.locator(".citation").nth(2).locator("a")).to_have_count(0)
+    expect(answer.locator(".citation").nth(2)).to_contain_text("events:ev-deposit-agreed")
+    expect(answer.locator(".withheld")).to_have_text(
+        "2 sensitive sources were withheld from this answer."
+    )
+    expect(answer.locator(".meta")).to_have_text("friend · smol · 1.2 s · 8 chunks considered")
+    # The next message continues the same conversation.
+    api.chat_body = body
+    ask(page, "And why?")
+    expect(page.locator(".message.assistant").nth(1)).to_have_attribute("data-state", "done")
+    sent = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"]
+    assert "conversation_id" not in sent[0] and sent[1]["conversation_id"] == "c1"
+
+
+def test_an_error_event_and_an_http_error_are_shown(page: Page, api: Api) -> None:
+    api.chat_body = sse(
+        ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend"}),
+        ("delta", {"text": "Partial"}),
+        ("error", {"code": "UNAVAILABLE", "message": "the reasoner went away"}),
+    )
+    ask(page, "Will this fail?")
+    first = page.locator(".message.assistant").first
+    expect(first.get_by_role("alert")).to_have_text("UNAVAILABLE the reasoner went away")
+    expect(first).to_have_attribute("data-state", "error")
+
+    api.chat_status = 503
+    ask(page, "And now?")
+    second = page.locator(".message.assistant").nth(1)
+    expect(second.get_by_role("alert")).to_have_text("UNAVAILABLE the orchestrator is down")
+
+
+def test_a_stream_cut_short_says_so(page: Page, api: Api) -> None:
+    api.chat_body = sse(("meta", {"conversation_id": "c1", "model": "m", "persona": "p"}))
+    ask(page, "Hello?")
+    alert = page.locator(".message.assistant").get_by_role("alert")
+    expect(alert).to_contain_text("INTERRUPTED")
+
+
+def test_the_api_key_is_sent_as_a_bearer_token(page: Page, api: Api) -> None:
+    page.get_by_text("API key").click()
+    page.get_by_label("Key, sent as a Bearer token").fill("mx-secret")
+    page.get_by_role("button", name="Save").click()
+    api.chat_body = sse(("done", {"message_id": "m", "latency_ms": 1, "chunks_considered": 0}))
+    ask(page, "Hi")
+    expect(page.locator(".message.assistant")).to_have_attribute("data-state", "done")
+    chat = [h for m, p, h, _ in api.requests if p == "/v1/chat"]
+    assert chat[0]["authorization"] == "Bearer mx-secret"
+
+
+def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> None:
+    api.turn_states = ["pending", "limited", "thinking", "answered"]  # a 429 is waited out
+    page.get_by_role("radio", name="Queue").check()
+    expect(page.get_by_label("Persona")).to_be_disabled()
+    ask(page, "What's my plot?")
+    question = page.locator(".message.user")
+    expect(question).to_have_attribute("data-state", "answered", timeout=10_000)
+    reply = page.locator(".message.assistant")
+    expect(reply.locator(".text")).to_have_text("Plot 23B.")
+    expect(reply.locator(".support")).to_have_text("verbatim")
+    polled = [p for m, p, _, _ in api.requests if p == "/v1/turns/t1"]
+    assert len(polled) == 4
+    expect(page.get_by_role("alert")).to_have_count(0)
+    expect(page.locator("#threads li")).to_have_count(1)
+
+
+def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, api: Api) -> None:
+    api.chat_body = sse(
+        ("delta", {"text": "£1,030."}),
+        ("citations", {"citations": CITATIONS[:1], "withheld": 0}),
+        ("done", {"message_id": "m1", "latency_ms": 1.0, "chunks_considered": 1}),
+    )
+    ask(page, "How much came back?")
+    page.get_by_role("link", name="[[Flat Deposit Agreement]]").click()
+    expect(page).to_have_url(f"{BASE}/notes/ep-deposit?chunk=c1")
+    expect(page.get_by_role("heading", name="Flat Deposit Agreement")).to_be_visible()
+    expect(page.locator("mark#cited")).to_have_text("Graham returns £1,030 of the £1,150.\n")
+    expect(page.get_by_label("Message")).to_be_hidden()
+    page.get_by_role("link", name="Back to chat").click()
+    expect(page.get_by_label("Message")).to_be_visible()
+
+
+def test_an_unknown_note_says_so(page: Page) -> None:
+    page.goto(f"{BASE}/notes/ep-gone")
+    expect(page.get_by_role("alert")).to_contain_text("NOT_FOUND")
+
+
+def test_at_a_narrow_width_the_history_folds_behind_a_button(page: Page, api: Api) -> None:
+    page.set_viewport_size({"width": 380, "height": 740})
+    sidebar = page.get_by_role("navigation", name="Conversations and threads")
+    expect(sidebar).to_be_hidden()
+    toggle = page.get_by_role("button", name="History")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(sidebar).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(sidebar).to_be_hidden()
+    # The page never scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 380
+    toggle.click()
+    sidebar.get_by_role("button", name="Queued").click()  # opening a thread folds it again
+    expect(sidebar).to_be_hidden()
+    expect(page.locator("#chat-title")).to_have_text("Queued")
+
+
+def test_a_queued_turn_that_fails_shows_the_workers_message(page: Page, api: Api) -> None:
+    api.turn_states = ["thinking", "error"]
+    page.get_by_role("radio", name="Queue").check()
+    ask(page, "What's my plot?")
+    question = page.locator(".message.user")
+    expect(question).to_have_attribute("data-state", "error", timeout=10_000)
+    expect(question.locator(".turn-state")).to_have_text("error")
+    expect(question.get_by_role("alert")).to_have_text("TURN_FAILED reasoner unavailable")
+    expect(page.locator(".message.assistant")).to_have_count(0)

@@ -1,0 +1,263 @@
+"""The web chat page in a real Chromium against the real stack (gateway, orchestrator, retrieval,
+embedding, the default llama.cpp model) over the demo vault: a streamed answer, a queued turn
+answered by the chat worker, citations and the note they open.
+
+The model is tiny (SmolLM2-135M): what it says varies, and streamed chat rarely cites anything.
+So the test asserts structure: text arriving in several pieces over time, the stream's end,
+citations rendered with support labels whenever the answer has some (queued turns go through
+ask, whose structured output usually cites), and the cited note opening from its link.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Locator, Page, expect, sync_playwright
+
+from memex.reasoner.config import default_model_path
+from memex.shared.testing import REPO_ROOT, require
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SCREENSHOT = REPO_ROOT / "docs" / "img" / "web-chat.png"
+STREAM_QUESTION = "How much of my deposit did Graham agree to give back, and why?"
+QUEUE_QUESTION = "What's my allotment plot number and what does it cost?"
+LABELS = {"verbatim", "paraphrase", "reading between the lines"}
+ANSWER_SECONDS = 300  # one answer from the real model on a busy 2-core machine
+
+# Records how the streamed answer's text grows, and every state a queued turn shows.
+WATCH = """() => {
+  window.growth = [];
+  window.states = [];
+  new MutationObserver(() => {
+    const text = [...document.querySelectorAll('.message.assistant .text')].at(-1);
+    if (text) window.growth.push([performance.now(), text.textContent.length]);
+    const badge = [...document.querySelectorAll('.message.user .turn-state')].at(-1);
+    if (badge && window.states.at(-1) !== badge.textContent) window.states.push(badge.textContent);
+  }).observe(document.getElementById('log'),
+             {subtree: true, childList: true, characterData: true, attributes: true});
+}"""
+
+
+def memex(command: list[str], env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [*command, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def gateway_url(memex_cli: list[str], stack_env: dict[str, str]) -> Iterator[str]:
+    """The running stack's gateway over the indexed demo vault, with a chat worker."""
+    require(default_model_path(), "run `make models`")
+    memex(memex_cli, stack_env, "up")
+    memex(memex_cli, stack_env, "index", str(REPO_ROOT / "demo" / "vault"))
+    state = json.loads(Path(stack_env["MEMEX_DATA_DIR"], "run", "stack.json").read_text())
+    worker = None
+    if "worker" not in state["services"]:  # the stack does not run the chat worker itself
+        worker = subprocess.Popen(
+            [*memex_cli, "worker"],
+            env=stack_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    try:
+        yield f"http://127.0.0.1:{stack_env['MEMEX_GATEWAY_PORT']}"
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    require(CHROMIUM, "run `make browser`")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            tmp_path / "profile",
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1200, "height": 860},
+        )
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            yield page
+            assert not errors, errors
+        finally:
+            context.close()
+
+
+def ask(page: Page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def check_citations(answer: Locator) -> int:
+    """Every rendered citation has a known support label; returns how many there are."""
+    citations = answer.locator(".citation")
+    for label in answer.locator(".citation .support").all_inner_texts():
+        assert label in LABELS
+    return citations.count()
+
+
+def check_served(gateway_url: str) -> None:
+    """Everything the page needs comes from the gateway: nothing from the internet."""
+    index = httpx.get(gateway_url, timeout=30)
+    assert index.status_code == 200 and "text/html" in index.headers["content-type"]
+    texts = [index.text]
+    for asset in ("app.js", "api.js", "render.js", "note.js", "style.css"):
+        response = httpx.get(f"{gateway_url}/static/{asset}", timeout=30)
+        assert response.status_code == 200, asset
+        texts.append(response.text)
+    assert not [t for t in texts if "https://" in t or "http://" in t]
+    note_page = httpx.get(f"{gateway_url}/notes/anything", timeout=30)
+    assert note_page.status_code == 200 and note_page.text == index.text
+
+
+def test_web_chat_streams_queues_and_opens_cited_notes(gateway_url: str, page: Page) -> None:
+    check_served(gateway_url)
+    page.goto(gateway_url)
+    expect(page.get_by_role("heading", name="memex")).to_be_visible()
+    page.evaluate(WATCH)
+
+    # Streamed: the answer arrives in pieces, over time, and ends with `done`.
+    ask(page, STREAM_QUESTION)
+    answer = page.locator(".message.assistant").last
+    expect(answer).to_have_attribute("data-state", "done", timeout=ANSWER_SECONDS * 1000)
+    expect(answer.get_by_role("alert")).to_have_count(0)
+    deltas = int(answer.get_attribute("data-deltas") or 0)
+    growth: list[list[float]] = page.evaluate("window.growth")
+    lengths = sorted({int(length) for _, length in growth if length > 0})
+    assert deltas >= 3 and len(lengths) >= 3, (deltas, growth)
+    first = next(t for t, length in growth if length > 0)
+    assert growth[-1][0] - first > 50, "the text should arrive over time, not all at once"
+    expect(answer.locator(".meta")).to_contain_text("chunks considered")
+    streamed_citations = check_citations(answer)
+    # The conversation is listed, and replays from the sidebar.
+    expect(page.locator("#conversations li")).to_have_count(1)
+
+    # Queued: pending → thinking → answered, then the worker's reply with its citations.
+    page.get_by_role("radio", name="Queue").check()
+    for attempt in range(3):
+        page.evaluate("window.states = []")
+        ask(page, QUEUE_QUESTION)
+        question = page.locator(".message.user").last
+        expect(question).to_have_attribute(
+            "data-state", re.compile("^(answered|error)$"), timeout=(ANSWER_SECONDS + 60) * 1000
+        )
+        failure = question.get_by_role("alert")
+        if failure.count() == 0:
+            break
+        # The reasoner sometimes rejects the tiny model's grammar-constrained JSON (a known
+        # reasoner issue); the page shows that failure, and the question is queued again.
+        assert "not valid JSON" in failure.inner_text() and attempt < 2, failure.inner_text()
+        expect(question.locator(".turn-state")).to_have_text("error")
+    states: list[str] = page.evaluate("window.states")
+    assert states[-1] == "answered" and "thinking" in states, states
+    assert states.index("thinking") > (states.index("pending") if "pending" in states else -1)
+    reply = page.locator(".message.assistant").last
+    expect(reply.locator(".text")).not_to_be_empty()
+    queued_citations = check_citations(reply)
+    expect(page.locator("#threads li")).to_have_count(1)  # every attempt went to the same thread
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+
+    # A cited note opens from its link (the tiny model cites in ask more often than in chat).
+    cited = reply if queued_citations else answer
+    links = cited.locator(".citation a.ref")
+    if streamed_citations + queued_citations == 0 or links.count() == 0:
+        expect(cited.locator(".sources")).to_have_count(0)  # no sources: no empty block
+        return
+    title = links.first.inner_text().strip("[]")
+    links.first.click()
+    expect(page).to_have_url(re.compile(r"/notes/[^/?]+\?chunk=.+"))
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+    expect(page.locator("mark#cited")).not_to_be_empty()
+    episode = page.url.split("/notes/")[1].split("?")[0]
+    note = httpx.get(f"{gateway_url}/v1/notes/{episode}", timeout=30).json()
+    assert note["title"] == title and note["text"]
+    missing = httpx.get(f"{gateway_url}/v1/notes/no-such-note", timeout=30)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+
+
+SCRIPTED_TEXT = "Graham agreed to give back £1,030 of the £1,150: £120 went on the carpet."
+SCRIPTED_CITATIONS = [
+    {"ref": "[[Flat Deposit Agreement]]", "quote": "Graham", "support": "verbatim"},
+    {"ref": "[[Flat Deposit Agreement]]", "quote": "Graham was fair", "support": "inference"},
+    {
+        "ref": "[[2026-04-28 — Deposit sorted]]",
+        "quote": "he let the worktop charge go",
+        "support": "verbatim",  # not in the note: graded down to paraphrase
+    },
+]
+
+
+@pytest.fixture
+def scripted_env(stack_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The stack with the reasoner's stub engine replaying a cited answer: every other part is
+    real, so the citations are policed and graded, and the note is read from retrieval."""
+    words = [w + " " for w in SCRIPTED_TEXT.split()]
+    tail = ["\n@@CITATIONS@@\n", json.dumps(SCRIPTED_CITATIONS)]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"responses": [{"chunks": words + tail, "delay_ms": 40}]}))
+    stack_env.update(MEMEX_REASONER_ENGINE="stub", MEMEX_REASONER_STUB_SCRIPT=str(script))
+    stack_env.pop("MEMEX_REASONER_MODEL_PATH", None)
+    return stack_env
+
+
+def test_citations_link_to_their_notes(
+    scripted_env: dict[str, str], memex_cli: list[str], page: Page
+) -> None:
+    memex(memex_cli, scripted_env, "up")
+    memex(memex_cli, scripted_env, "index", str(REPO_ROOT / "demo" / "vault"))
+    gateway_url = f"http://127.0.0.1:{scripted_env['MEMEX_GATEWAY_PORT']}"
+    page.goto(gateway_url)
+    page.evaluate(WATCH)
+    ask(page, STREAM_QUESTION)
+    answer = page.locator(".message.assistant").last
+    expect(answer).to_have_attribute("data-state", "done", timeout=120_000)
+    expect(answer.locator(".text")).to_contain_text(SCRIPTED_TEXT)
+    growth: list[list[float]] = page.evaluate("window.growth")
+    assert len({length for _, length in growth}) >= 5  # word by word
+    labels = answer.locator(".citation .support").all_inner_texts()
+    assert labels == ["verbatim", "reading between the lines", "paraphrase"]
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT.with_name("web-chat-citations.png")))
+
+    link = answer.get_by_role("link", name="[[2026-04-28 — Deposit sorted]]")
+    link.click()
+    expect(page).to_have_url(re.compile(r"/notes/[^/?]+\?chunk=.+"))
+    expect(page.get_by_role("heading", name="2026-04-28 — Deposit sorted")).to_be_visible()
+    expect(page.locator(".where")).to_contain_text("journal/2026-04-28 — Deposit sorted.md")
+    expect(page.locator("mark#cited")).to_contain_text("Phone call with")
+    episode = page.url.split("/notes/")[1].split("?")[0]
+    note = httpx.get(f"{gateway_url}/v1/notes/{episode}", timeout=30).json()
+    assert note["title"] == "2026-04-28 — Deposit sorted" and note["date"] == "2026-04-28"
+    missing = httpx.get(f"{gateway_url}/v1/notes/no-such-note", timeout=30)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+    # Back in the chat, the conversation replays from the sidebar with its citations.
+    page.get_by_role("link", name="Back to chat").click()
+    page.locator("#conversations li .open").first.click()
+    replayed = page.locator(".message.assistant").last
+    expect(replayed.locator(".citation")).to_have_count(3)
