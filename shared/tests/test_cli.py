@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,12 +18,13 @@ COMMANDS = [
 ]  # fmt: skip
 
 
-def memex(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def memex(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "MEMEX_DATA_DIR": str(tmp_path),
         "MEMEX_EMBEDDING_PORT": str(free_port()),
         "MEMEX_ORCHESTRATOR_PORT": str(free_port()),
+        **settings,
     }
     return subprocess.run(
         [sys.executable, "-m", "memex.cli", *args],
@@ -61,3 +63,12 @@ def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "MEMEX_" in result.stderr and "embedding_port" in result.stderr
+
+
+def test_status_json_says_where_the_web_chat_is(tmp_path: Path) -> None:
+    result = memex(tmp_path, "status", "--json", MEMEX_GATEWAY_PORT="18765")
+    assert result.returncode == 3, result.stderr
+    report = json.loads(result.stdout)
+    assert report["running"] is False
+    assert report["web_url"] == "http://127.0.0.1:18765/"
+    assert "gateway" in report["services"] and "worker" in report["services"]

@@ -59,7 +59,8 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
         if state is not None and state["state"] == "ready":
             for name, service in state["services"].items():
                 _print(f"  {name:<12} {service['status']:<10} {service['address']}")
-            _print("memex is up; `memex down` (or `make down`) stops it")
+            _print(f"memex is up; web chat at {settings.web_url}")
+            _print("`memex down` (or `make down`) stops it")
             return EXIT_OK
         time.sleep(0.2)
     _print("memex did not become healthy in time; stopping it")
@@ -115,7 +116,12 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
     }
     if args.json:
         pid = state["pid"] if state else None
-        summary = {"running": state is not None, "supervisor_pid": pid, "services": report}
+        summary = {
+            "running": state is not None,
+            "supervisor_pid": pid,
+            "web_url": settings.web_url,
+            "services": report,
+        }
         _print(json.dumps(summary, indent=2))
     else:
         _print("memex is running" if state else "memex isn't running — start it with `memex up`")
@@ -124,6 +130,8 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
                 f"  {name:<12} {service['health']:<12} {service['address']}"
                 f"  restarts={service['restarts']}"
             )
+        if state:
+            _print(f"web chat: {settings.web_url}")
     healthy = all(s["health"] == "SERVING" for s in report.values())
     if state is None:
         return EXIT_NOT_RUNNING

@@ -85,6 +85,11 @@ class StackSettings(BaseSettings):
         return path.read_text().strip()
 
     @property
+    def web_url(self) -> str:
+        """Where the gateway serves the web chat (and its HTTP API)."""
+        return f"http://{self.host}:{self.gateway_port}/"
+
+    @property
     def embedding_addr(self) -> str:
         """Address of the embedding service."""
         return f"{self.host}:{self.embedding_port}"
