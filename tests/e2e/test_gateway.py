@@ -93,6 +93,7 @@ def test_the_gateway_on_the_real_stack(
             "retrieval",
             "reasoner",
             "orchestrator",
+            "worker",
         }
 
         # Ask: the structured answer; every surviving citation names a note that was shown.
