@@ -104,7 +104,8 @@ async def test_every_call_gets_a_deadline_within_the_callers_budget() -> None:
             deadline_var.reset(token)
             request_id_var.reset(request_token)
     default, budgeted = servicer.time_remaining
-    assert default is not None and 15 < default <= 20
+    # grpc-timeout is sent rounded to its wire units, so the server may see a hair over 20 s.
+    assert default is not None and 15 < default <= 20.5
     assert budgeted is not None and budgeted <= 2.1  # not the 20 s default
     assert servicer.request_ids[1] == "caller-7"
 

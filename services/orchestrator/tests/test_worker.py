@@ -172,8 +172,8 @@ def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_pa
     settings = StackSettings(data_dir=tmp_path)
     services = stack_services(settings)
     names = [s.name for s in services]
-    assert names[-2:] == ["orchestrator", "worker"]
-    orchestrator, worker = services[-2:]
+    at = names.index("orchestrator")
+    orchestrator, worker = services[at : at + 2]
     assert worker.module == "memex.orchestrator.worker"
     assert worker.address == "127.0.0.1:50055"
     assert worker.env["MEMEX_ORCHESTRATOR_WORKER_PORT"] == "50055"
