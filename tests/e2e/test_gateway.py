@@ -156,41 +156,52 @@ def test_a_disconnect_stops_the_model(
     orchestrator = f"http://127.0.0.1:{stack['MEMEX_ORCHESTRATOR_METRICS_PORT']}/metrics"
     generate = "/memex.reasoner.v1.ReasonerService/Generate"
     chat = "/memex.orchestrator.v1.OrchestratorService/Chat"
-    cancelled_before = metric(
-        reasoner, "memex_grpc_server_handled_total", method=generate, code="CANCELLED"
-    )
-
     message = "Count from 1 to 1000, one number per line. Do not stop early."
-    with (
-        httpx.Client(base_url=base, timeout=600) as client,
-        client.stream("POST", "/v1/chat", json={"message": message}) as r,
-    ):
-        assert r.status_code == 200
-        stream = events(r.iter_lines())
-        assert next(stream)[0] == "meta"
-        assert next(stream)[0] == "delta"  # the model is generating now
-        assert metric(reasoner, "memex_reasoner_active_streams") == 1.0
-        disconnected = time.monotonic()
-    # The connection is closed: the gateway cancels its call, the orchestrator its call to the
-    # reasoner, and the reasoner stops generating.
-    deadline = disconnected + 30
-    stopped_after = None
-    while time.monotonic() < deadline:
-        cancelled = metric(
+    # The tiny model sometimes ends its reply before the disconnect reaches it; such an attempt
+    # proves nothing (the generation finished on its own), so it is made again.
+    for _attempt in range(3):
+        finished_before = metric(
+            reasoner, "memex_grpc_server_handled_total", method=generate, code="OK"
+        )
+        cancelled_before = metric(
             reasoner, "memex_grpc_server_handled_total", method=generate, code="CANCELLED"
         )
-        active = metric(reasoner, "memex_reasoner_active_streams")
-        if stopped_after is None and cancelled > cancelled_before and active == 0:
-            stopped_after = time.monotonic() - disconnected
-        chat_cancelled = metric(
+        chat_cancelled_before = metric(
             orchestrator, "memex_grpc_server_handled_total", method=chat, code="CANCELLED"
         )
-        if stopped_after is not None and chat_cancelled == 1:
+        with (
+            httpx.Client(base_url=base, timeout=600) as client,
+            client.stream("POST", "/v1/chat", json={"message": message}) as r,
+        ):
+            assert r.status_code == 200
+            stream = events(r.iter_lines())
+            assert next(stream)[0] == "meta"
+            assert next(stream)[0] == "delta"  # the model is generating now
+            assert metric(reasoner, "memex_reasoner_active_streams") == 1.0
+            disconnected = time.monotonic()
+        # The connection is closed: the gateway cancels its call, the orchestrator its call to
+        # the reasoner, and the reasoner stops generating.
+        deadline = disconnected + 30
+        stopped_after = None
+        while time.monotonic() < deadline:
+            cancelled = metric(
+                reasoner, "memex_grpc_server_handled_total", method=generate, code="CANCELLED"
+            )
+            active = metric(reasoner, "memex_reasoner_active_streams")
+            if stopped_after is None and cancelled > cancelled_before and active == 0:
+                stopped_after = time.monotonic() - disconnected
+            chat_cancelled = metric(
+                orchestrator, "memex_grpc_server_handled_total", method=chat, code="CANCELLED"
+            )
+            if stopped_after is not None and chat_cancelled == chat_cancelled_before + 1:
+                break
+            time.sleep(0.2)
+        finished = metric(reasoner, "memex_grpc_server_handled_total", method=generate, code="OK")
+        if finished == finished_before:
             break
-        time.sleep(0.2)
     assert cancelled == cancelled_before + 1, "the reasoner's generation was not cancelled"
     assert metric(reasoner, "memex_reasoner_active_streams") == 0
     chat_lines = [line for line in httpx.get(orchestrator).text.splitlines() if chat in line]
-    assert chat_cancelled == 1, chat_lines
+    assert chat_cancelled == chat_cancelled_before + 1, chat_lines
     assert stopped_after is not None
     print(f"reasoner stopped {stopped_after:.2f}s after the client disconnected")
