@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 
 from memex.shared.client import open_channel
 from memex.shared.errors import InvalidArgument, MemexError, NotFound, PermissionDenied
+from memex.shared.stack import not_running_message
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -39,10 +40,7 @@ CODES = {
 
 def not_running(address: str) -> int:
     """Says how to start memex; the exit code for it."""
-    print(
-        f"memex isn't running (nothing answers at {address}) — start it with `memex up`",
-        file=sys.stderr,
-    )
+    print(not_running_message(address), file=sys.stderr)
     return EXIT_NOT_RUNNING
 
 

@@ -105,6 +105,13 @@ class StackSettings(BaseSettings):
         return f"{self.host}:{self.reasoner_port}"
 
 
+def not_running_message(address: str, what: str = "stack") -> str:
+    """What every surface says when nothing answers: which address, and how to start memex."""
+    return (
+        f"memex isn't running (no answer from the {what} at {address}) — start it with `memex up`"
+    )
+
+
 @dataclass(frozen=True)
 class ServiceDef:
     """One service process of the stack."""

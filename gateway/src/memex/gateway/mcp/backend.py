@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.client import open_channel
-from memex.shared.stack import StackSettings
+from memex.shared.stack import StackSettings, not_running_message
 
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi
@@ -28,10 +28,7 @@ def tool_error(exc: grpc.aio.AioRpcError, what: str, address: str) -> ToolError:
     """The tool error for a failed call, saying what to do about it."""
     code = exc.code()
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ToolError(
-            f"memex isn't running (no answer from the {what} at {address}): "
-            "start it with `memex up`"
-        )
+        return ToolError(not_running_message(address, what))
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return ToolError(f"the {what} did not answer in time; try again, or a narrower request")
     if code in (
