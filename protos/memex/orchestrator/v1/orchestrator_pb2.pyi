@@ -182,6 +182,68 @@ class AskResponse(_message.Message):
 Global___AskResponse: _TypeAlias = AskResponse  # noqa: Y015
 
 @_typing.final
+class AskStarted(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODEL_FIELD_NUMBER: _builtins.int
+    PERSONA_FIELD_NUMBER: _builtins.int
+    SOURCES_FIELD_NUMBER: _builtins.int
+    model: _builtins.str
+    persona: _builtins.str
+    @_builtins.property
+    def sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Sources briefed to the model, in the order of their numbers [1]..[n]."""
+
+    def __init__(
+        self,
+        *,
+        model: _builtins.str = ...,
+        persona: _builtins.str = ...,
+        sources: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["model", b"model", "persona", b"persona", "sources", b"sources"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AskStarted: _TypeAlias = AskStarted  # noqa: Y015
+
+@_typing.final
+class AskEvent(_message.Message):
+    """One event of a streamed ask."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STARTED_FIELD_NUMBER: _builtins.int
+    DELTA_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    delta: _builtins.str
+    """Draft answer text as the model writes it; source numbers already read as [[Note]] refs."""
+    @_builtins.property
+    def started(self) -> Global___AskStarted: ...
+    @_builtins.property
+    def result(self) -> Global___AskResponse:
+        """The checked answer; always the last event."""
+
+    def __init__(
+        self,
+        *,
+        started: Global___AskStarted | None = ...,
+        delta: _builtins.str = ...,
+        result: Global___AskResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "result", b"result", "started", b"started"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "result", b"result", "started", b"started"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["started", "delta", "result"]  # noqa: Y015
+    _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
+
+Global___AskEvent: _TypeAlias = AskEvent  # noqa: Y015
+
+@_typing.final
 class ChatRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -829,3 +891,96 @@ class ListTurnsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListTurnsResponse: _TypeAlias = ListTurnsResponse  # noqa: Y015
+
+@_typing.final
+class ListLoggedAsksRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    limit: _builtins.int
+    """Newest first; 0 means 50."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLoggedAsksRequest: _TypeAlias = ListLoggedAsksRequest  # noqa: Y015
+
+@_typing.final
+class LoggedAsk(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    QUESTION_FIELD_NUMBER: _builtins.int
+    PERSONA_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    PROMPT_VERSION_FIELD_NUMBER: _builtins.int
+    ANSWER_FIELD_NUMBER: _builtins.int
+    ABSTAINED_FIELD_NUMBER: _builtins.int
+    CITED_REFS_FIELD_NUMBER: _builtins.int
+    LATENCY_MS_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    turn_id: _builtins.str
+    question: _builtins.str
+    persona: _builtins.str
+    model: _builtins.str
+    prompt_version: _builtins.str
+    answer: _builtins.str
+    """Empty for asks logged before answers were kept."""
+    abstained: _builtins.bool
+    latency_ms: _builtins.float
+    created_at: _builtins.str
+    @_builtins.property
+    def cited_refs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Refs of the citations kept, e.g. "[[Flat Deposit Agreement]]"."""
+
+    def __init__(
+        self,
+        *,
+        turn_id: _builtins.str = ...,
+        question: _builtins.str = ...,
+        persona: _builtins.str = ...,
+        model: _builtins.str = ...,
+        prompt_version: _builtins.str = ...,
+        answer: _builtins.str = ...,
+        abstained: _builtins.bool = ...,
+        cited_refs: _abc.Iterable[_builtins.str] | None = ...,
+        latency_ms: _builtins.float = ...,
+        created_at: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "answer", b"answer", "cited_refs", b"cited_refs", "created_at", b"created_at", "latency_ms", b"latency_ms", "model", b"model", "persona", b"persona", "prompt_version", b"prompt_version", "question", b"question", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoggedAsk: _TypeAlias = LoggedAsk  # noqa: Y015
+
+@_typing.final
+class ListLoggedAsksResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ASKS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def asks(self) -> _containers.RepeatedCompositeFieldContainer[Global___LoggedAsk]: ...
+    def __init__(
+        self,
+        *,
+        asks: _abc.Iterable[Global___LoggedAsk] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["asks", b"asks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListLoggedAsksResponse: _TypeAlias = ListLoggedAsksResponse  # noqa: Y015

@@ -39,6 +39,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskResponse.FromString,
                 _registered_method=True)
+        self.AskStream = channel.unary_stream(
+                '/memex.orchestrator.v1.OrchestratorService/AskStream',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.FromString,
+                _registered_method=True)
         self.Chat = channel.unary_stream(
                 '/memex.orchestrator.v1.OrchestratorService/Chat',
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ChatRequest.SerializeToString,
@@ -84,6 +89,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.FromString,
                 _registered_method=True)
+        self.ListLoggedAsks = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ListLoggedAsks',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -91,6 +101,14 @@ class OrchestratorServiceServicer:
 
     def Ask(self, request, context):
         """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AskStream(self, request, context):
+        """The same ask, streamed: started, the answer's words as the model writes them (draft, not
+        yet checked), then the checked result. Errors end the stream with a gRPC status.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,6 +173,14 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLoggedAsks(self, request, context):
+        """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
+        --replay` asks again to show which answers changed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -162,6 +188,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.Ask,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskResponse.SerializeToString,
+            ),
+            'AskStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.AskStream,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.SerializeToString,
             ),
             'Chat': grpc.unary_stream_rpc_method_handler(
                     servicer.Chat,
@@ -208,6 +239,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.SerializeToString,
             ),
+            'ListLoggedAsks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLoggedAsks,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'memex.orchestrator.v1.OrchestratorService', rpc_method_handlers)
@@ -236,6 +272,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/Ask',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AskStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/AskStream',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.FromString,
             options,
             channel_credentials,
             insecure,
@@ -479,6 +542,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ListTurns',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLoggedAsks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ListLoggedAsks',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
             options,
             channel_credentials,
             insecure,

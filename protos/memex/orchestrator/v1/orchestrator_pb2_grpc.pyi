@@ -33,6 +33,10 @@ class OrchestratorServiceStub:
     def __new__(cls, channel: _aio.Channel) -> OrchestratorServiceAsyncStub: ...
     Ask: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskResponse]
     """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation."""
+    AskStream: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskEvent]
+    """The same ask, streamed: started, the answer's words as the model writes them (draft, not
+    yet checked), then the checked result. Errors end the stream with a gRPC status.
+    """
     Chat: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]
     """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
     Search: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]
@@ -47,12 +51,20 @@ class OrchestratorServiceStub:
     GetTurn: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.GetTurnRequest, _orchestrator_pb2.GetTurnResponse]
     ListThreads: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListThreadsRequest, _orchestrator_pb2.ListThreadsResponse]
     ListTurns: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListTurnsRequest, _orchestrator_pb2.ListTurnsResponse]
+    ListLoggedAsks: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]
+    """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
+    --replay` asks again to show which answers changed.
+    """
 
 @_typing.type_check_only
 class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Ask: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskResponse]  # type: ignore[assignment]
     """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation."""
+    AskStream: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskEvent]  # type: ignore[assignment]
+    """The same ask, streamed: started, the answer's words as the model writes them (draft, not
+    yet checked), then the checked result. Errors end the stream with a gRPC status.
+    """
     Chat: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]  # type: ignore[assignment]
     """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
     Search: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]  # type: ignore[assignment]
@@ -67,6 +79,10 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     GetTurn: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetTurnRequest, _orchestrator_pb2.GetTurnResponse]  # type: ignore[assignment]
     ListThreads: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListThreadsRequest, _orchestrator_pb2.ListThreadsResponse]  # type: ignore[assignment]
     ListTurns: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListTurnsRequest, _orchestrator_pb2.ListTurnsResponse]  # type: ignore[assignment]
+    ListLoggedAsks: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]  # type: ignore[assignment]
+    """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
+    --replay` asks again to show which answers changed.
+    """
 
 class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -76,6 +92,16 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_orchestrator_pb2.AskResponse, _abc.Awaitable[_orchestrator_pb2.AskResponse]]:
         """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation."""
+
+    @_abc_1.abstractmethod
+    def AskStream(
+        self,
+        request: _orchestrator_pb2.AskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.AskEvent], _abc.AsyncIterator[_orchestrator_pb2.AskEvent]]:
+        """The same ask, streamed: started, the answer's words as the model writes them (draft, not
+        yet checked), then the checked result. Errors end the stream with a gRPC status.
+        """
 
     @_abc_1.abstractmethod
     def Chat(
@@ -144,5 +170,15 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _orchestrator_pb2.ListTurnsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_orchestrator_pb2.ListTurnsResponse, _abc.Awaitable[_orchestrator_pb2.ListTurnsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListLoggedAsks(
+        self,
+        request: _orchestrator_pb2.ListLoggedAsksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ListLoggedAsksResponse, _abc.Awaitable[_orchestrator_pb2.ListLoggedAsksResponse]]:
+        """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
+        --replay` asks again to show which answers changed.
+        """
 
 def add_OrchestratorServiceServicer_to_server(servicer: OrchestratorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
