@@ -1,4 +1,4 @@
-"""Ask (SPEC B1-B4, B8, B12) with scripted stages standing in for the model and memory."""
+"""Ask (SPEC B1-B4, B8, B12; issue 10) with scripted stages standing in for model and memory."""
 
 from __future__ import annotations
 
@@ -8,69 +8,77 @@ from typing import Any
 
 import pytest
 
-from memex.orchestrator.ask import Asker
+from memex.orchestrator.ask import Asker, Draft, Finished, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
 from memex.orchestrator.chat import Chatter
+from memex.orchestrator.items import ShownItem
 from memex.orchestrator.service import Orchestrator
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
 PLAN = "You plan how to look up"
-ANSWER = 'Return JSON with "answer"'
+ANSWER = "How to answer:"
+GOOD = ["The deposit is £800 [", "1], returned in May [1]. Dana is the landlord [4][9]."]
 
 
-def answer(text: str, *citations: dict[str, str]) -> list[str]:
-    payload = json.dumps({"answer": text, "citations": list(citations), "opinion": ""})
-    return [payload[:10], payload[10:]]
+def reasoner(reply: list[str] = GOOD, plan: Any = None, local: bool = True) -> ScriptedReasoner:
+    replies = {ANSWER: reply}
+    if plan is not None:
+        replies[PLAN] = [plan if isinstance(plan, str) else json.dumps(plan)]
+    return ScriptedReasoner(replies, local=local)
 
 
-GOOD = answer(
-    "The deposit is £800.",
-    {"episode": "ep-deposit", "quote": "the deposit is £800", "support": "verbatim"},
-    {"episode": "ep-made-up", "quote": "x", "support": "verbatim"},
-    {"episode": "entities:dana", "quote": "landlord", "support": "paraphrase"},
-)
-
-
-def reasoner(plan: Any, reply: list[str] = GOOD, local: bool = True) -> ScriptedReasoner:
-    text = plan if isinstance(plan, str) else json.dumps(plan)
-    return ScriptedReasoner({PLAN: [text], ANSWER: reply}, local=local)
-
-
-async def test_a_default_ask_is_exactly_two_audited_model_calls(tmp_path: Path) -> None:
-    model = reasoner(
-        {
-            "steps": [
-                {"tool": "search_vault", "query": "deposit"},
-                {"tool": "query_records", "collection": "entities"},
-            ]
-        }
-    )
+async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
+    tmp_path: Path,
+) -> None:
+    model = reasoner()
     context = make_context(tmp_path, model, FakeMemory(NOTES))
     result = await Asker(context).ask("me", "What did we agree about the deposit?")
 
+    assert len(model.calls) == 1
+    [row] = context.store.query("SELECT purpose FROM llm_log")
+    assert row["purpose"] == "ask_synthesize"
+    assert result.stages == ["retrieve", "synthesize", "ground_check"]
+    prompt = model.calls[0].messages[-1].content
+    assert prompt.startswith("Sources:\n\n[1] Flat lease (2026-02-01)\nAgreed with Dana")
+    assert "[4] Record: Dana Ruiz" in prompt and prompt.endswith(
+        "Question: What did we agree about the deposit?"
+    )
+    assert model.calls[0].options.json_schema == ""  # prose, not JSON
+    assert [c.ref for c in result.citations] == ["[[Flat lease]]", "entities:dana"]
+    assert (
+        result.citations[0].quote == "Agreed with Dana that the deposit is £800, returned in May."
+    )
+    assert result.citations[0].support == "verbatim"  # every word of the claim is there
+    assert result.grounding.dropped == ("[9]",)
+    assert not result.abstained
+    assert result.answer == (
+        "The deposit is £800 [[Flat lease]], returned in May [[Flat lease]]. "
+        "Dana is the landlord entities:dana."
+    )
+
+
+async def test_questions_about_records_earn_the_plan_hop_which_sees_no_data(
+    tmp_path: Path,
+) -> None:
+    plan = {"steps": [{"tool": "list_inbox"}, {"tool": "search_vault", "query": "deposit"}]}
+    model = reasoner(plan=plan)
+    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    result = await Asker(context).ask("me", "What is pending in my inbox about the deposit?")
     assert len(model.calls) == 2
-    assert [
-        r["purpose"] for r in context.store.query("SELECT purpose FROM llm_log ORDER BY created_at")
-    ] == ["ask_plan", "ask_synthesize"]
     assert result.stages == ["plan", "retrieve", "synthesize", "ground_check"]
     plan_prompt = " ".join(m.content for m in model.calls[0].messages)
-    assert "£800" not in plan_prompt and "Dana" not in plan_prompt  # the plan hop never sees data
+    assert "£800" not in plan_prompt and "Dana" not in plan_prompt
     assert json.loads(model.calls[0].options.json_schema)["required"] == ["steps"]
-    answer_schema = json.loads(model.calls[1].options.json_schema)
-    cite_ids = answer_schema["properties"]["citations"]["items"]["properties"]["episode"]["enum"]
-    assert sorted(cite_ids) == [
-        "entities:dana",
-        "ep-boiler",
-        "ep-deposit",
-        "ep-therapy",
-    ]  # only what is shown
-    assert [c.ref for c in result.citations] == ["[[Flat lease]]", "entities:dana"]
-    assert [c.support for c in result.citations] == ["verbatim", "verbatim"]
-    assert result.grounding.dropped == ("ep-made-up",)
-    assert not result.abstained
-    assert result.answer == "The deposit is £800."
+
+
+@pytest.mark.parametrize(("mode", "calls"), [("always", 2), ("never", 1), ("auto", 1)])
+async def test_the_plan_hop_setting(tmp_path: Path, mode: str, calls: int) -> None:
+    model = reasoner(plan={"steps": [{"tool": "search_vault", "query": "deposit"}]})
+    context = make_context(tmp_path, model, FakeMemory(NOTES), plan_hop=mode)
+    await Asker(context).ask("me", "What did we agree about the deposit?")
+    assert len(model.calls) == calls
 
 
 async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_path: Path) -> None:
@@ -82,7 +90,7 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
         ]
     }
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, reasoner(plan), memory)
+    context = make_context(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
     result = await Asker(context).ask("me", "the deposit?")
     assert len(result.dropped_steps) == 3
     assert "not allowlisted" in result.dropped_steps[0]
@@ -93,18 +101,37 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
     assert json.loads(row["dropped_steps"]) == result.dropped_steps  # reported in telemetry
 
     memory = FakeMemory(NOTES)
-    await Asker(make_context(tmp_path / "b", reasoner("not json at all"), memory)).ask(
-        "me", "boiler?"
-    )
+    context = make_context(tmp_path / "b", reasoner(plan="not json"), memory, plan_hop="always")
+    await Asker(context).ask("me", "boiler?")
     assert [s.query for s in memory.searches] == ["boiler?"]
 
 
+async def test_plan_steps_that_find_nothing_fall_back_to_the_question(tmp_path: Path) -> None:
+    """A full memory never gets the empty-memory answer because a records step came back empty."""
+    plan = {"steps": [{"tool": "query_records", "collection": "events"}]}
+    memory = FakeMemory(NOTES)
+    context = make_context(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
+    result = await Asker(context).ask("me", "What did we agree about the deposit?")
+    assert [s.query for s in memory.searches] == ["What did we agree about the deposit?"]
+    assert "fallback_search" in result.stages
+    assert result.answer != EMPTY_MEMORY_ANSWER and not result.abstained
+
+
+async def test_an_empty_memory_gets_the_canned_answer_without_a_model_call(
+    tmp_path: Path,
+) -> None:
+    model = reasoner()
+    result = await Asker(make_context(tmp_path, model, FakeMemory([]))).ask("me", "anything?")
+    assert result.answer == EMPTY_MEMORY_ANSWER and result.abstained
+    assert model.calls == []
+
+
 async def test_sensitive_items_are_withheld_from_a_remote_reasoner(tmp_path: Path) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]}, local=False)
+    model = reasoner(local=False)
     result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "how am I?")
-    synthesize_prompt = model.calls[1].messages[-1].content
-    assert "panic" not in synthesize_prompt
-    assert "£800" in synthesize_prompt
+    prompt = model.calls[0].messages[-1].content
+    assert "panic" not in prompt
+    assert "£800" in prompt
     assert result.withheld == 1
     assert result.answer.endswith("\n\n_(1 sensitive source withheld from the cloud answer.)_")
 
@@ -112,48 +139,63 @@ async def test_sensitive_items_are_withheld_from_a_remote_reasoner(tmp_path: Pat
 async def test_a_local_reasoner_sees_sensitive_items_unless_the_setting_says_no(
     tmp_path: Path,
 ) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]})
+    model = reasoner()
     result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "how am I?")
-    assert "panic" in model.calls[1].messages[-1].content and result.withheld == 0
+    assert "panic" in model.calls[0].messages[-1].content and result.withheld == 0
 
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]})
+    model = reasoner()
     context = make_context(tmp_path / "b", model, FakeMemory(NOTES), local_sees_sensitive=False)
     result = await Asker(context).ask("me", "how am I?")
-    assert "panic" not in model.calls[1].messages[-1].content and result.withheld == 1
+    assert "panic" not in model.calls[0].messages[-1].content and result.withheld == 1
 
 
 async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]})
+    model = reasoner()
     await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "q?", limit=1)
-    assert model.calls[1].messages[-1].content.count("episode ") == 1
+    prompt = model.calls[0].messages[-1].content
+    assert "[1] " in prompt and "[2] " not in prompt
 
 
-async def test_ungrounded_answers_abstain_and_say_so(tmp_path: Path) -> None:
-    made_up = answer(
-        "It was £5000.", {"episode": "ep-nope", "quote": "£5000", "support": "verbatim"}
-    )
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]}, made_up)
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (["It was £5000 [7]."], "uncited"),  # names no source shown
+        (["I don't know."], "declined"),
+        (["The notes do not mention the deposit [1]."], "declined"),
+        (["Your cat is called Pixel and likes tuna [2]."], "unsupported"),
+        (["It was probably sunny."], "uncited"),
+    ],
+)
+async def test_answers_that_do_not_rest_on_a_source_abstain_and_say_so(
+    tmp_path: Path, reply: list[str], reason: str
+) -> None:
+    model = reasoner(reply)
     context = make_context(tmp_path, model, FakeMemory(NOTES))
     result = await Asker(context).ask("me", "the deposit?")
-    assert result.abstained and result.citations == []
-    assert "could not ground an answer" in result.answer and "£5000" not in result.answer
-    [row] = context.store.query("SELECT abstained, grounding_score FROM telemetry_turns")
-    assert (row["abstained"], row["grounding_score"]) == (1, 0.0)
+    assert result.abstained and result.citations == [] and result.abstain_reason == reason
+    assert result.answer.startswith("I could not ground an answer to this in your notes")
+    assert "The closest notes were [[Flat lease]], [[Boiler]], [[Therapy]]." in result.answer
+    assert result.opinion == ""  # a right answer never hides in opinion
+    [row] = context.store.query("SELECT abstained FROM telemetry_turns")
+    assert row["abstained"] == 1
 
 
-async def test_an_empty_memory_gets_the_canned_answer(tmp_path: Path) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]})
-    result = await Asker(make_context(tmp_path, model, FakeMemory([]))).ask("me", "anything?")
-    assert result.answer == EMPTY_MEMORY_ANSWER and result.abstained
-    assert len(model.calls) == 1  # the plan; nothing to synthesize from
+async def test_an_answer_that_forgot_its_numbers_is_attributed_when_a_source_holds_it(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The boiler was fixed after three visits."])
+    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "boiler?")
+    assert not result.abstained and "attribute" in result.stages
+    [citation] = result.citations
+    assert (citation.ref, citation.support) == ("[[Boiler]]", "verbatim")
 
 
 async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]})
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    context = make_context(tmp_path, reasoner(), FakeMemory(NOTES))
     result = await Asker(context).ask("me", "the deposit?")
     rows = context.store.query(
-        "SELECT item_id, final_rank, cited FROM telemetry_retrievals WHERE turn_id = ? ORDER BY final_rank",
+        "SELECT item_id, final_rank, cited FROM telemetry_retrievals WHERE turn_id = ? "
+        "ORDER BY final_rank",
         result.turn_id,
     )
     assert [(r["item_id"], r["cited"]) for r in rows] == [
@@ -162,38 +204,84 @@ async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path)
         ("c3", 0),
         ("entities:dana", 1),
     ]
+    assert context.store.query("SELECT COUNT(*) FROM conversations")[0][0] == 0  # no conversation
+
+
+async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path) -> None:
+    model = reasoner(["The dep", "osit is £800 [", "1", "]. Dana", " is the landlord [4]."])
+    events = [
+        e async for e in Asker(make_context(tmp_path, model, FakeMemory(NOTES))).stream("me", "q?")
+    ]
+    assert isinstance(events[0], Started)
+    assert events[0].sources == ["[[Flat lease]]", "[[Boiler]]", "[[Therapy]]", "entities:dana"]
+    drafts = [e.text for e in events if isinstance(e, Draft)]
+    assert len(drafts) >= 3
     assert (
-        context.store.query("SELECT COUNT(*) FROM conversations")[0][0] == 0
-    )  # ask writes no conversation
+        "".join(drafts) == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
+    )
+    assert all("[1" not in d and "[4" not in d for d in drafts)  # no raw number ever shows
+    assert isinstance(events[-1], Finished) and not events[-1].result.abstained
+
+
+async def test_a_model_that_loops_is_stopped_at_the_first_repeat(tmp_path: Path) -> None:
+    loop = ["The deposit is £800 [1]. ", "Dana is the landlord [4]. "] * 20
+    model = reasoner(loop)
+    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "deposit?")
+    assert (
+        result.answer == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
+    )
+
+
+async def test_a_quote_is_graded_against_the_chunk_that_holds_it(tmp_path: Path) -> None:
+    """Every chunk of a note shares its episode id; each number names one chunk."""
+    chunks = [
+        ShownItem(
+            item_id=f"c{n}",
+            episode_id="ep-garden",
+            ref="[[Garden]]",
+            title="Garden",
+            text=text,
+        )
+        for n, text in enumerate(
+            [
+                "# Plot\nThe plot is 23B, near the gate.",
+                "# Costs\nThe rent is £48 a year, paid in March.",
+                "# People\nRon is the secretary.",
+            ]
+        )
+    ]
+    model = reasoner(["The rent is £48 a year [2]."])
+    context = make_context(tmp_path, model, FakeMemory(chunks))
+    result = await Asker(context).ask("me", "What is the rent?")
+    [citation] = result.citations
+    assert (citation.item_id, citation.support) == ("c1", "verbatim")
+    assert citation.quote == "The rent is £48 a year, paid in March."
+    cited = context.store.query("SELECT item_id FROM telemetry_retrievals WHERE cited = 1")
+    assert [r["item_id"] for r in cited] == ["c1"]
 
 
 async def test_the_skeptic_runs_its_extra_stages_each_audited(tmp_path: Path) -> None:
     model = ScriptedReasoner(
-        {
-            PLAN: [json.dumps({"steps": [{"tool": "search_vault", "query": "q"}]})],
-            "AGAINST": ["counter query"],
-            ANSWER: GOOD,
-        }
+        {PLAN: [json.dumps({"steps": []})], "AGAINST": ["counter query"], ANSWER: GOOD}
     )
     memory = FakeMemory(NOTES)
     context = make_context(tmp_path, model, memory)
     result = await Asker(context).ask("me", "the deposit?", persona_name="skeptic")
     assert result.stages == [
-        "plan",
         "retrieve",
         "seek_counter_evidence",
         "synthesize",
         "ground_check",
         "revise",
     ]
-    assert len(model.calls) == 4
-    assert context.store.query("SELECT COUNT(*) FROM llm_log")[0][0] == 4
-    assert [s.query for s in memory.searches] == ["q", "counter query"]
+    assert len(model.calls) == 3
+    assert context.store.query("SELECT COUNT(*) FROM llm_log")[0][0] == 3
+    assert [s.query for s in memory.searches] == ["the deposit?", "counter query"]
     assert memory.searches[0].include_contested and memory.searches[0].k == 20
 
 
 async def test_an_unwritable_audit_log_means_no_model_call(tmp_path: Path) -> None:
-    model = reasoner({"steps": []})
+    model = reasoner()
     context = make_context(tmp_path, model, FakeMemory(NOTES))
     context.store.query("PRAGMA query_only = 1")  # the database refuses every write
     with pytest.raises(FailedPrecondition, match="audit log cannot be written"):
@@ -202,7 +290,7 @@ async def test_an_unwritable_audit_log_means_no_model_call(tmp_path: Path) -> No
 
 
 async def test_audit_rows_are_redacted(tmp_path: Path) -> None:
-    model = reasoner({"steps": [{"tool": "search_vault", "query": "q"}]}, local=False)
+    model = reasoner(local=False)
     context = make_context(tmp_path, model, FakeMemory(NOTES))
     await Asker(context).ask("me", "email dana@example.com about the deposit")
     logged = " ".join(
@@ -217,7 +305,7 @@ async def test_audit_rows_are_redacted(tmp_path: Path) -> None:
 async def test_bad_questions_are_refused_before_any_model_call(
     tmp_path: Path, question: str, limit: int
 ) -> None:
-    model = reasoner({"steps": []})
+    model = reasoner()
     with pytest.raises(InvalidArgument):
         await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask(
             "me", question, limit=limit
@@ -226,7 +314,7 @@ async def test_bad_questions_are_refused_before_any_model_call(
 
 
 async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path) -> None:
-    context = make_context(tmp_path, reasoner({"steps": []}), FakeMemory(NOTES))
+    context = make_context(tmp_path, reasoner(), FakeMemory(NOTES))
     o = Orchestrator(context, Asker(context), Chatter(context))
     items, turn_id = await o.search("me", "the deposit", "", 3)
     assert len(items) == 3
@@ -270,7 +358,7 @@ async def test_a_persona_with_reframe_rewrites_the_question_before_planning(tmp_
         }
     )
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, model, memory)
+    context = make_context(tmp_path, model, memory, plan_hop="always")
     result = await Asker(context).ask("me", "deposit?", persona_name="editor")
     assert result.stages == ["reframe", "plan", "retrieve", "synthesize", "ground_check"]
     assert result.reframed_question == "What deposit did Dana agree to?"

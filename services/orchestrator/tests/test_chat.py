@@ -11,7 +11,7 @@ from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
-CHAT = "@@CITATIONS@@"
+CHAT = "How to reply:"
 REPLY = [
     "<thi",
     "nk>let me think</think>\n",
@@ -72,7 +72,7 @@ async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_
     assert messages[0].role == "system" and "thoughtful confidant" in messages[0].content
     assert len(messages) == 1 + 12 + 1
     assert messages[1].content == "message 1"  # 16 stored before this turn's question; the last 12
-    assert messages[-1].content.startswith("Excerpts:") and messages[-1].content.endswith(
+    assert messages[-1].content.startswith("Sources:") and messages[-1].content.endswith(
         "message 7"
     )
 
@@ -141,3 +141,22 @@ async def test_replies_are_never_sent_to_memory(tmp_path: Path) -> None:
     # Memory is only ever read, with the user's words: the assistant's reply never reaches it.
     assert memory.called == ["search", "search"]
     assert [s.query for s in memory.inner.searches] == ["What about the deposit?", "And then?"]
+
+
+async def test_a_chat_cites_sources_by_number_and_streams_their_refs(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["It was £800 [", "1], and the boiler", " got fixed [2]."]})
+    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(Chatter(context), "", "What about the deposit and the boiler?")
+    deltas = "".join(e.text for e in events if isinstance(e, Delta))
+    assert deltas == "It was £800 [[Flat lease]], and the boiler got fixed [[Boiler]]."
+    citations = next(e for e in events if isinstance(e, Citations)).citations
+    assert [c.ref for c in citations] == ["[[Flat lease]]", "[[Boiler]]"]
+    assert citations[1].quote == "The boiler was fixed after three visits."
+
+
+async def test_a_looping_reply_is_cut_at_the_repeat(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["I am here for you today. ", "Tell me more about it. "] * 30})
+    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(Chatter(context), "", "hello")
+    _, messages = context.store.get_conversation("me", events[0].conversation_id)  # type: ignore[union-attr]
+    assert messages[1].text == "I am here for you today. Tell me more about it."

@@ -16,8 +16,8 @@ from memex.orchestrator.service import Orchestrator
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
 PLAN = "You plan how to look up"
-ANSWER = 'Return JSON with "answer"'
-CHAT = "@@CITATIONS@@"
+ANSWER = "How to answer:"
+CHAT = "How to reply:"
 
 
 class Deltas:
@@ -50,23 +50,20 @@ def plan_and_answer() -> dict[str, list[str]]:
             {"tool": "query_records", "collection": "passwords"},  # dropped
         ]
     }
-    reply = {
-        "answer": "The deposit is £800.",
-        "citations": [
-            {"episode": "ep-deposit", "quote": "the deposit is £800", "support": "verbatim"},
-            {"episode": "ep-made-up", "quote": "x", "support": "verbatim"},  # dropped
-        ],
-    }
-    return {PLAN: [json.dumps(plan)], ANSWER: [json.dumps(reply)]}
+    return {PLAN: [json.dumps(plan)], ANSWER: ["The deposit is £800 [1] [7]."]}  # [7]: dropped
 
 
 async def test_an_ask_is_timed_per_stage_and_counted_by_outcome(tmp_path: Path) -> None:
     # A remote reasoner, so the sensitive note is withheld.
     context = make_context(
-        tmp_path, ScriptedReasoner(plan_and_answer(), local=False), FakeMemory(NOTES)
+        tmp_path,
+        ScriptedReasoner(plan_and_answer(), local=False),
+        FakeMemory(NOTES),
+        plan_hop="always",
     )
     delta = Deltas(
         stage("plan"),
+        stage("ask_first_words"),
         stage("retrieve"),
         stage("synthesize"),
         stage("ground_check"),
@@ -75,11 +72,11 @@ async def test_an_ask_is_timed_per_stage_and_counted_by_outcome(tmp_path: Path) 
         counter("dropped_plan_steps"),
         counter("dropped_citations", kind="ask"),
         counter("withheld_sensitive", kind="ask"),
-        counter("abstentions", reason="ungrounded"),
+        counter("abstentions", reason="uncited"),
     )
     result = await Asker(context).ask("me", "What did we agree about the deposit?")
     assert not result.abstained and result.withheld == 1
-    assert delta() == [1, 1, 1, 1, 0, 1, 1, 1, 1, 0]
+    assert delta() == [1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0]
     exposed = generate_latest(REGISTRY).decode()
     assert 'memex_orchestrator_stage_seconds_bucket{le="0.001",stage="plan"}' in exposed
 
@@ -88,14 +85,12 @@ async def test_abstentions_are_counted_by_reason(tmp_path: Path) -> None:
     empty = make_context(tmp_path / "a", ScriptedReasoner(plan_and_answer()), FakeMemory([]))
     ungrounded = make_context(
         tmp_path / "b",
-        ScriptedReasoner(
-            {PLAN: ['{"steps": []}'], ANSWER: ['{"answer": "Guess.", "citations": []}']}
-        ),
+        ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: ["Guess."]}),
         FakeMemory(NOTES),
     )
     delta = Deltas(
         counter("abstentions", reason="empty"),
-        counter("abstentions", reason="ungrounded"),
+        counter("abstentions", reason="uncited"),
         counter("asks", outcome="abstained"),
     )
     assert (await Asker(empty).ask("me", "anything?")).abstained
@@ -104,7 +99,7 @@ async def test_abstentions_are_counted_by_reason(tmp_path: Path) -> None:
 
 
 def chat_reply() -> list[str]:
-    return ["The deposit ", "is £800.", f"\n{CHAT}\n", '[{"episode": "ep-nope", "quote": "x"}]']
+    return ["The deposit ", "is £800 [1]", " [9]."]  # [9] names nothing shown: dropped
 
 
 async def test_a_chat_is_timed_to_its_first_token_and_counted(tmp_path: Path) -> None:

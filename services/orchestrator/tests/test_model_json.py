@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memex.orchestrator.ask import _draft
+from memex.orchestrator.citations import parse_citations
 from memex.orchestrator.planner import Step, parse_plan
 
 
@@ -12,7 +12,6 @@ def test_a_plan_with_a_raw_newline_in_a_query_is_kept() -> None:
     assert plan.steps == (Step("search_vault", query="deposit\nGraham"),)
 
 
-def test_an_answer_with_a_raw_newline_is_read_as_json() -> None:
-    answer, citations, _ = _draft('{"answer": "line one\nline two", "citations": []}')
-    assert answer == "line one\nline two"
-    assert citations == []
+def test_a_citations_tail_with_a_raw_newline_is_read_as_json() -> None:
+    [entry] = parse_citations('[{"episode": "ep-1", "quote": "line one\nline two"}]')
+    assert entry["quote"] == "line one\nline two"

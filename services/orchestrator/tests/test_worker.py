@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
 import urllib.request
 from collections.abc import AsyncIterator
@@ -23,13 +22,8 @@ from memex.shared.testing import private_stack_env, serving
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 
 PLAN = "You plan how to look up"
-ANSWER = 'Return JSON with "answer"'
-REPLY = json.dumps(
-    {
-        "answer": "£800.",
-        "citations": [{"episode": "ep-deposit", "quote": "deposit is £800", "support": "verbatim"}],
-    }
-)
+ANSWER = "How to answer:"
+REPLY = "The deposit is £800 [1]."
 
 
 def orchestrator(tmp_path: Path, model: ScriptedReasoner) -> Orchestrator:
@@ -65,13 +59,14 @@ async def test_pending_turns_are_answered_in_order_with_thread_context(tmp_path:
         ("assistant", "answered"),
         ("assistant", "answered"),
     ]
-    assert turns[2].text == "£800." and turns[2].citations[0]["support"] == "verbatim"
-    second_plan = model.calls[2].messages[-1].content
+    assert turns[2].text == "The deposit is £800 [[Flat lease]]."
+    assert turns[2].citations[0]["support"] == "verbatim"
+    second = model.calls[1].messages[-1].content
     assert (
-        "Earlier in this conversation:\nuser: How much was the deposit?\nassistant: £800."
-        in second_plan
+        "Earlier in this conversation:\nuser: How much was the deposit?\n"
+        "assistant: The deposit is £800 [[Flat lease]]." in second
     )
-    assert second_plan.endswith("Now: When is it returned?")
+    assert second.endswith("Now: When is it returned?")
 
 
 async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Path) -> None:

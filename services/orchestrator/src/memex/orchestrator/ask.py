@@ -1,70 +1,47 @@
-"""Ask (SPEC B1, B8): the agentic two-hop, one structured answer, telemetry but no conversation.
+"""Ask (SPEC B1, B8): one structured, cited answer; telemetry but no conversation.
 
-plan (model, sees no data) → local retrieval of every valid step → RRF → sensitivity split →
-top N → synthesize (model, sees only the kept items) → grounding check. A persona may add
-reframe, seek-counter-evidence and revise stages, each one more audited model call.
+By default an ask is one model call: search the question → numbered sources within a token
+budget → the model answers in prose, citing sources by number, streamed → memex grounds and
+grades the numbers itself (``answers.py``). The data-blind plan hop of SPEC B1 runs only when a
+question earns it (records, the inbox, a person's timeline, two questions at once), or always
+with ``plan_hop=always``; steps that find nothing fall back to searching the question. A persona
+may add reframe, seek-counter-evidence and revise stages, each one more audited model call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
 
-from memex.orchestrator.briefing import ANSWER_FORMAT, EMPTY_MEMORY_ANSWER, cite_id, render_items
-from memex.orchestrator.citations import police
+from memex.orchestrator import sources as briefing_sources
+from memex.orchestrator.answers import SUPPORTED_AT, Reading, RefStream, read_reply
+from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
 from memex.orchestrator.core import Context
 from memex.orchestrator.fusion import rrf
-from memex.orchestrator.items import Citation, GroundingReport, ShownItem
+from memex.orchestrator.items import Citation, GroundingReport
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
     DROPPED_CITATIONS,
     DROPPED_STEPS,
+    STAGE_SECONDS,
     WITHHELD,
     timed,
 )
 from memex.orchestrator.persona import Persona
-from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan, parse_plan
+from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan, Step, wants_plan
+from memex.orchestrator.planner import parse_plan as read_plan
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
+from memex.orchestrator.sources import Source, estimate_tokens
+from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 from memex.shared.errors import InvalidArgument
 
 MAX_QUESTION_CHARS = 4000
-
-
-def answer_schema(cite_ids: list[str]) -> dict[str, Any]:
-    """The synthesize hop's output schema. Citations may only name the ids shown, so even a small
-    model's constrained decoding cannot produce an id that does not exist (policing still runs).
-    Long maxLength bounds are left out: llama.cpp grammars unroll them into rules too deep to use;
-    max_tokens bounds the answer instead."""
-    episode: dict[str, Any] = (
-        {"type": "string", "enum": cite_ids} if cite_ids else {"type": "string"}
-    )
-    return {
-        "type": "object",
-        "properties": {
-            "answer": {"type": "string"},
-            "citations": {
-                "type": "array",
-                "maxItems": 5,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "episode": episode,
-                        "quote": {"type": "string", "maxLength": 200},
-                        "support": {
-                            "type": "string",
-                            "enum": ["verbatim", "paraphrase", "inference"],
-                        },
-                    },
-                    "required": ["episode", "quote", "support"],
-                },
-            },
-            "opinion": {"type": "string"},
-        },
-        "required": ["answer", "citations"],
-    }
+ANSWER_TEMPERATURE = 0.1
 
 
 @dataclass
@@ -84,19 +61,33 @@ class AskResult:
     latency_ms: float = 0.0
     turn_id: str = ""
     dropped_steps: list[str] = field(default_factory=list)
+    abstain_reason: str = ""  # "", "empty", "declined", "uncited" or "unsupported"
 
 
-def _draft(text: str) -> tuple[str, list[dict[str, object]], str]:
-    """(answer, raw citations, opinion) from the synthesize hop's JSON; prose if it is not JSON."""
-    try:
-        value = json.loads(text, strict=False)
-    except ValueError:
-        return text.strip(), [], ""
-    if not isinstance(value, dict):
-        return text.strip(), [], ""
-    citations = value.get("citations")
-    raw = [c for c in citations if isinstance(c, dict)] if isinstance(citations, list) else []
-    return str(value.get("answer") or "").strip(), raw, str(value.get("opinion") or "").strip()
+@dataclass(frozen=True)
+class Started:
+    """The sources are chosen and the model is about to write."""
+
+    model: str
+    persona: str
+    sources: list[str]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Answer text as the model writes it, source numbers already read as refs (unchecked)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The checked answer; always the last event."""
+
+    result: AskResult
+
+
+AskEvent = Started | Draft | Finished
 
 
 class Asker:
@@ -109,32 +100,38 @@ class Asker:
         self, tenant: str, question: str, persona_name: str = "", limit: int = 0
     ) -> AskResult:
         """Answers ``question`` from memory with checked citations."""
+        result: AskResult | None = None
+        async with contextlib.aclosing(self.stream(tenant, question, persona_name, limit)) as run:
+            async for event in run:
+                if isinstance(event, Finished):
+                    result = event.result
+        if result is None:
+            raise AssertionError("an ask stream always ends with its result")
+        return result
+
+    async def stream(
+        self, tenant: str, question: str, persona_name: str = "", limit: int = 0
+    ) -> AsyncGenerator[AskEvent, None]:
+        """The ask as events: Started, Draft..., Finished. Bad input raises before any event."""
+        started = time.perf_counter()
         try:
-            result = await self._ask(tenant, question, persona_name, limit)
+            async for event in self._stream(tenant, question, persona_name, limit, started):
+                if isinstance(event, Draft) and not event.text.strip():
+                    continue
+                if isinstance(event, Finished):
+                    _count(event.result)
+                yield event
+        except (GeneratorExit, asyncio.CancelledError):
+            ASKS.labels("cancelled").inc()
+            raise
         except BaseException:
             ASKS.labels("error").inc()
             raise
-        ASKS.labels("abstained" if result.abstained else "answered").inc()
-        if result.abstained:
-            ABSTENTIONS.labels("ungrounded" if "synthesize" in result.stages else "empty").inc()
-        DROPPED_STEPS.inc(len(result.dropped_steps))
-        DROPPED_CITATIONS.labels("ask").inc(len(result.grounding.dropped))
-        WITHHELD.labels("ask").inc(result.withheld)
-        return result
 
-    async def _ask(self, tenant: str, question: str, persona_name: str, limit: int) -> AskResult:
-        started = time.perf_counter()
-        question = question.strip()
-        if not question:
-            raise InvalidArgument("question is empty: ask something")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise InvalidArgument(
-                f"question has {len(question)} characters; the limit is {MAX_QUESTION_CHARS}"
-            )
-        if not 0 <= limit <= 50:
-            raise InvalidArgument(
-                f"limit must be between 1 and 50 (0 for the default), not {limit}"
-            )
+    async def _stream(
+        self, tenant: str, question: str, persona_name: str, limit: int, started: float
+    ) -> AsyncGenerator[AskEvent, None]:
+        question = _checked(question, limit)
         c = self._c
         persona = c.personas.get(persona_name, "ask")
         limit = limit or c.settings.ask_limit
@@ -145,28 +142,35 @@ class Asker:
                 query = await self._reframe(question, persona) or question
             stages.append("reframe")
 
-        with timed("plan"):
-            plan = await self._plan(query, persona)
-        stages.append("plan")
+        plan = Plan((Step("search_vault", query=query),), (), fell_back=False)
+        if self._plans(persona, query):
+            with timed("plan"):
+                plan = await self._plan(query, persona)
+            stages.append("plan")
         with timed("retrieve"):
             fused = rrf(await c.run_steps(tenant, plan.steps, persona), c.settings.rrf_k)
+            if not fused and plan.steps != (Step("search_vault", query=query),):
+                # The plan's lookups found nothing (a records query, a filter that matches
+                # nothing): the notes may still answer the question itself.
+                fused = await c.memory.search(tenant, c.search_spec(persona, query))
+                stages.append("fallback_search")
         stages.append("retrieve")
         shown, withheld = c.split_sensitive(fused)
-        shown = shown[:limit]
         if "seek_counter_evidence" in persona.stages and shown:
             with timed("counter_evidence"):
                 counter_query = await self._counter_query(query, persona)
-                counter = (
-                    await c.memory.search(tenant, c.search_spec(persona, counter_query))
-                    if counter_query
-                    else []
-                )
+                if counter_query:
+                    counter = await c.memory.search(tenant, c.search_spec(persona, counter_query))
+                    fused = rrf([fused, counter], c.settings.rrf_k)
+                    shown, withheld = c.split_sensitive(fused)
             stages.append("seek_counter_evidence")
-            if counter_query:
-                fused = rrf([fused, counter], c.settings.rrf_k)
-                shown, withheld = c.split_sensitive(fused)
-                shown = shown[:limit]
-
+        sources = briefing_sources.select(
+            shown,
+            query,
+            token_budget=self._budget(persona, query),
+            excerpt_chars=c.settings.excerpt_chars,
+            limit=limit,
+        )
         result = AskResult(
             answer=EMPTY_MEMORY_ANSWER,
             citations=[],
@@ -178,27 +182,36 @@ class Asker:
             withheld=len(withheld),
             model=c.info.model,
             dropped_steps=list(plan.dropped),
+            abstain_reason="empty",
         )
-        if shown:
+        yield Started(c.info.model, persona.name, [s.ref for s in sources])
+        if sources:
             sensitive = [i.text for i in withheld]
             with timed("synthesize"):
-                draft = await self._synthesize(query, shown, persona, sensitive)
-            answer, raw, opinion = _draft(draft)
+                text = ""
+                async for piece in self._answer(
+                    answer_messages(persona, sources, query), sources, persona, sensitive, started
+                ):
+                    if isinstance(piece, Draft):
+                        yield piece
+                    else:
+                        text = piece
             stages.append("synthesize")
             with timed("ground_check"):
-                citations, report = police(raw, shown)
+                reading = _reading(text, sources)
             stages.append("ground_check")
+            if reading.attributed:
+                stages.append("attribute")
             if "revise" in persona.stages:
                 with timed("revise"):
-                    answer, raw, opinion = _draft(
-                        await self._revise(query, shown, persona, answer, report, sensitive)
+                    reading = await self._revise(
+                        query, sources, persona, text, reading, sensitive, started
                     )
-                    citations, report = police(raw, shown)
                 stages.append("revise")
-            result.grounding, result.opinion = report, opinion
-            result.abstained = not citations or report.score < c.settings.abstain_below
-            result.citations = [] if result.abstained else citations
-            result.answer = self._abstention(shown) if result.abstained else answer
+            self._settle(result, reading, sources)
+        elif withheld:
+            result.answer = "Only sensitive notes match this question, and they were withheld."
+            result.abstain_reason = "withheld"
         if withheld:
             result.answer = f"{result.answer}\n\n{c.withheld_note(len(withheld))}"
         result.latency_ms = (time.perf_counter() - started) * 1000
@@ -214,15 +227,83 @@ class Asker:
             abstained=result.abstained,
             dropped_steps=result.dropped_steps,
         )
-        return result
+        yield Finished(result)
 
-    @staticmethod
-    def _abstention(shown: list[ShownItem]) -> str:
-        nearest = list(dict.fromkeys(item.ref for item in shown))[:3]
-        return (
-            "I could not ground an answer to this in your notes, so I won't guess. "
-            f"The closest notes were {', '.join(nearest)}."
+    def _plans(self, persona: Persona, question: str) -> bool:
+        mode = self._c.settings.plan_hop
+        if mode == "never" or "plan" not in persona.stages:
+            return False
+        return mode == "always" or wants_plan(question)
+
+    def _budget(self, persona: Persona, question: str) -> int:
+        """Tokens the sources may take: the setting, within what the context leaves."""
+        c = self._c
+        fixed = estimate_tokens(persona.system_prompt + question) + 250  # rules, template
+        room = c.info.context_length - c.settings.ask_max_tokens - fixed
+        return max(100, min(c.settings.briefing_tokens, room))
+
+    def _settle(self, result: AskResult, reading: Reading, sources: list[Source]) -> None:
+        """Abstain unless the answer rests on a source (SPEC B10); name the closest notes."""
+        result.grounding = reading.report
+        reason = ""
+        if reading.declined:
+            reason = "declined"
+        elif not reading.citations:
+            reason = "uncited"
+        elif all(c.support == "inference" for c in reading.citations) and (
+            reading.support < SUPPORTED_AT
+        ):
+            reason = "unsupported"
+        result.abstained = bool(reason)
+        result.abstain_reason = reason
+        if result.abstained:
+            result.citations = []
+            result.answer = _abstention(sources)
+        else:
+            result.citations = reading.citations
+            result.answer = reading.answer
+
+    async def _answer(
+        self,
+        messages: list[ChatMessage],
+        sources: list[Source],
+        persona: Persona,
+        sensitive: list[str],
+        started: float,
+    ) -> AsyncGenerator[Draft | str, None]:
+        """Streams the model's answer as Drafts, then yields its whole raw text (a str).
+
+        The stream filter drops ``<think>`` blocks and keeps a ``@@CITATIONS@@`` tail apart; a
+        model that starts repeating itself is stopped there."""
+        raw_filter, refs, guard = StreamFilter(), RefStream(sources), RepeatGuard()
+        generated = self._c.reasoner.stream(
+            purpose="ask_synthesize",
+            persona=persona.name,
+            messages=messages,
+            options=GenerateOptions(
+                max_tokens=self._c.settings.ask_max_tokens, temperature=ANSWER_TEMPERATURE
+            ),
+            sensitive_texts=sensitive,
         )
+        first, looping = True, False
+        async with contextlib.aclosing(generated):
+            async for piece in generated:
+                visible = raw_filter.feed(piece)
+                if not visible:
+                    continue
+                if guard.feed(visible):
+                    looping = True
+                    break
+                if first and visible.strip():
+                    STAGE_SECONDS.labels("ask_first_words").observe(time.perf_counter() - started)
+                    first = False
+                yield Draft(refs.feed(visible))
+        rest = "" if looping else raw_filter.finish()
+        if rest and not guard.feed(rest):
+            yield Draft(refs.feed(rest))
+        yield Draft(refs.finish())
+        tail = raw_filter.citations_text
+        yield guard.kept + (f"\n@@CITATIONS@@{tail}" if tail else "")
 
     async def _call(
         self,
@@ -231,20 +312,19 @@ class Asker:
         system: str,
         user: str,
         *,
-        schema: dict[str, Any] | None = None,
+        schema: str = "",
         max_tokens: int = 0,
-        sensitive: list[str] | None = None,
     ) -> str:
         options = GenerateOptions(
-            max_tokens=max_tokens or self._c.settings.answer_max_tokens,
+            max_tokens=max_tokens or self._c.settings.ask_max_tokens,
             temperature=0.2,
-            json_schema=json.dumps(schema) if schema else "",
+            json_schema=schema,
         )
         return await self._c.reasoner.complete(
             purpose=purpose,
             persona=persona.name,
             options=options,
-            sensitive_texts=sensitive or [],
+            sensitive_texts=[],
             messages=[ChatMessage("system", system), ChatMessage("user", user)],
         )
 
@@ -264,10 +344,10 @@ class Asker:
             persona,
             PLAN_INSTRUCTIONS,
             f"Question: {question}",
-            schema=PLAN_SCHEMA,
+            schema=json.dumps(PLAN_SCHEMA),
             max_tokens=self._c.settings.plan_max_tokens,
         )
-        return parse_plan(text, question)
+        return read_plan(text, question)
 
     async def _counter_query(self, question: str, persona: Persona) -> str:
         text = await self._call(
@@ -280,41 +360,65 @@ class Asker:
         )
         return " ".join(text.split())[:500]
 
-    async def _synthesize(
-        self, question: str, shown: list[ShownItem], persona: Persona, sensitive: list[str]
-    ) -> str:
-        system = f"{persona.system_prompt.strip()}\n\n{ANSWER_FORMAT}"
-        user = f"{render_items(shown)}\n\nQuestion: {question}"
-        return await self._call(
-            "ask_synthesize",
-            persona,
-            system,
-            user,
-            schema=answer_schema([cite_id(i) for i in shown]),
-            sensitive=sensitive,
-        )
-
     async def _revise(
         self,
         question: str,
-        shown: list[ShownItem],
+        sources: list[Source],
         persona: Persona,
         draft: str,
-        report: GroundingReport,
+        reading: Reading,
         sensitive: list[str],
-    ) -> str:
-        system = f"{persona.system_prompt.strip()}\n\n{ANSWER_FORMAT}"
-        user = (
-            f"{render_items(shown)}\n\nQuestion: {question}\n\nYour draft answer:\n{draft}\n\n"
-            f"{report.grounded} of {report.cited} citations named an excerpt shown above; these "
-            f"did not: {', '.join(report.dropped) or 'none'}. Revise the answer so every claim "
-            "rests on a cited excerpt, and drop what cannot."
+        started: float,
+    ) -> Reading:
+        weak = [c.ref for c in reading.citations if c.support == "inference"]
+        problems = (
+            f"{reading.report.grounded} of {reading.report.cited} source numbers named a source "
+            f"shown; these did not: {', '.join(reading.report.dropped) or 'none'}; weakly "
+            f"supported: {', '.join(weak) or 'none'}."
         )
-        return await self._call(
-            "ask_revise",
+        text = ""
+        async for piece in self._answer(
+            revise_messages(persona, sources, question, draft, problems),
+            sources,
             persona,
-            system,
-            user,
-            schema=answer_schema([cite_id(i) for i in shown]),
-            sensitive=sensitive,
+            sensitive,
+            started,
+        ):
+            if isinstance(piece, str):
+                text = piece
+        return _reading(text, sources)
+
+
+def _count(result: AskResult) -> None:
+    ASKS.labels("abstained" if result.abstained else "answered").inc()
+    if result.abstained:
+        ABSTENTIONS.labels(result.abstain_reason or "ungrounded").inc()
+    DROPPED_STEPS.inc(len(result.dropped_steps))
+    DROPPED_CITATIONS.labels("ask").inc(len(result.grounding.dropped))
+    WITHHELD.labels("ask").inc(result.withheld)
+
+
+def _checked(question: str, limit: int) -> str:
+    question = question.strip()
+    if not question:
+        raise InvalidArgument("question is empty: ask something")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidArgument(
+            f"question has {len(question)} characters; the limit is {MAX_QUESTION_CHARS}"
         )
+    if not 0 <= limit <= 50:
+        raise InvalidArgument(f"limit must be between 1 and 50 (0 for the default), not {limit}")
+    return question
+
+
+def _reading(text: str, sources: list[Source]) -> Reading:
+    prose, _, tail = text.partition("\n@@CITATIONS@@")
+    return read_reply(prose, tail, sources)
+
+
+def _abstention(sources: list[Source]) -> str:
+    nearest = list(dict.fromkeys(s.ref for s in sources))[:3]
+    return (
+        "I could not ground an answer to this in your notes, so I won't guess. "
+        f"The closest notes were {', '.join(nearest)}."
+    )

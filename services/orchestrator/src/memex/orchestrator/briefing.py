@@ -1,77 +1,69 @@
-"""The briefing (SPEC B7): how retrieved memory is shown to the model.
+"""The briefing (SPEC B7): the instructions around the numbered sources (``sources.py``).
 
-Each chunk is rendered with its provenance (episode id, date, title) under an Excerpts block, capped
-at 1,600 characters; beliefs and observations get their own labelled blocks, so the model never
-mistakes a derived conclusion or a connector record for the person's own words. The id in each
-header is what the model cites.
+The protocol is built for a 0.5-1.5B model: write prose, put a source's number after each fact.
+No ids to copy, no JSON, no quotes to reproduce: memex grounds and grades the numbers itself
+(``answers.py``). The instructions come first and never change for a persona, so the reasoner's
+prompt cache can keep them between calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from memex.orchestrator.persona import Persona
+from memex.orchestrator.ports import ChatMessage
+from memex.orchestrator.sources import Source, render_all
 
-from memex.orchestrator.items import ShownItem
-
-CHUNK_CHAR_CAP = 1600
-EMPTY_MEMORY_NOTE = "(The memory is empty: there are no notes or records to draw on yet.)"
 EMPTY_MEMORY_ANSWER = "There is nothing in the memory yet to answer from."
+DECLINE = "I don't know."
 
-
-def cite_id(item: ShownItem) -> str:
-    """The identifier the model is asked to cite for ``item``."""
-    return item.episode_id or item.ref
-
-
-def _cap(text: str) -> str:
-    text = text.strip()
-    if len(text) <= CHUNK_CHAR_CAP:
-        return text
-    return text[:CHUNK_CHAR_CAP].rsplit(" ", 1)[0] + " …"
-
-
-def _header(item: ShownItem) -> str:
-    date = f" ({item.date})" if item.date else ""
-    title = f" {item.title}" if item.title else ""
-    return f"episode {cite_id(item)}{date}{title}"
-
-
-def render_items(items: Sequence[ShownItem]) -> str:
-    """The Excerpts, Beliefs and Observations blocks, or the empty-memory note."""
-    excerpts = [i for i in items if i.kind in ("chunk", "record")]
-    beliefs = [i for i in items if i.kind == "belief"]
-    observations = [i for i in items if i.kind == "observation"]
-    blocks = []
-    if excerpts:
-        blocks.append(
-            "Excerpts:\n\n" + "\n\n".join(f"{_header(i)}\n{_cap(i.text)}" for i in excerpts)
-        )
-    if beliefs:
-        blocks.append(
-            "Beliefs (conclusions derived from the notes, not the person's own words):\n"
-            + "\n".join(f"- [{cite_id(i)}] {_cap(i.text)}" for i in beliefs)
-        )
-    if observations:
-        blocks.append(
-            "Observations (records from connected services, independent of the person's notes):\n"
-            + "\n".join(
-                f"- [{cite_id(i)}]{f' ({i.date})' if i.date else ''} {_cap(i.text)}"
-                for i in observations
-            )
-        )
-    return "\n\n".join(blocks) if blocks else EMPTY_MEMORY_NOTE
-
-
-CHAT_FORMAT = """
-Reply in plain prose. Then, on its own line, write @@CITATIONS@@ followed by a JSON array with one
-object per source you relied on. Each object has "episode" (the id written after the word episode
-in that excerpt's header), "quote" (words copied exactly from that excerpt) and "support"
-("verbatim", "paraphrase" or "inference"). Write [] if you used none.
+ANSWER_RULES = f"""
+How to answer:
+- Use only the numbered sources in the user's message: excerpts from the person's own notes and
+  records.
+- Answer the question directly, in one to three sentences. Write names, amounts and dates
+  exactly as the sources write them.
+- After each fact, put the number of its source in square brackets, like this: The meeting
+  moved to Friday [2].
+- If the sources do not contain the answer, reply only: {DECLINE}
 """.strip()
 
-ANSWER_FORMAT = """
-Answer the question from the excerpts only. Return JSON with "answer" (your answer in prose),
-"citations" (one object per excerpt you used, with "episode": the id written after the word
-episode in that excerpt's header, "quote": words copied exactly from it, "support": "verbatim",
-"paraphrase" or "inference") and "opinion" (your own view, if any, kept apart from the answer).
-If the excerpts do not answer the question, say so in "answer" and cite nothing.
+CHAT_RULES = """
+How to reply:
+- Reply in plain prose, as yourself, to the person's latest message.
+- Draw on the numbered sources in that message (excerpts from the person's own notes and
+  records) where they help. After each fact you take from a source, put its number in square
+  brackets, like this: you moved on a Saturday [3].
+- When the sources do not cover something, say you do not know rather than guessing.
 """.strip()
+
+
+def system_prompt(persona: Persona, rules: str) -> str:
+    """The fixed prefix of every call for ``persona``: who it is, then the rules."""
+    return f"{persona.system_prompt.strip()}\n\n{rules}"
+
+
+def answer_messages(persona: Persona, sources: list[Source], question: str) -> list[ChatMessage]:
+    """The one call of a default ask: rules, then the sources and the question."""
+    return [
+        ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
+        ChatMessage("user", f"{render_all(sources)}\n\nQuestion: {question}"),
+    ]
+
+
+def revise_messages(
+    persona: Persona, sources: list[Source], question: str, draft: str, problems: str
+) -> list[ChatMessage]:
+    """A revise stage's call: the same sources, the draft, and what checking found."""
+    return [
+        ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
+        ChatMessage(
+            "user",
+            f"{render_all(sources)}\n\nQuestion: {question}\n\nA draft answer:\n{draft}\n\n"
+            f"Checking it found: {problems}\nWrite the answer again so every fact rests on a "
+            "source and carries its number; leave out what no source supports.",
+        ),
+    ]
+
+
+def chat_turn(sources: list[Source], message: str) -> str:
+    """The latest user message of a chat, with its sources before it."""
+    return f"{render_all(sources)}\n\n{message}"

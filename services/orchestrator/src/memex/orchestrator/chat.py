@@ -14,13 +14,14 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from memex.orchestrator.briefing import CHAT_FORMAT, render_items
-from memex.orchestrator.citations import parse_citations, police
+from memex.orchestrator import sources as briefing_sources
+from memex.orchestrator.answers import RefStream, read_reply
+from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.core import Context
 from memex.orchestrator.items import Citation
 from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, STAGE_SECONDS, WITHHELD, timed
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
-from memex.orchestrator.stream_filter import StreamFilter
+from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError
 from memex.shared.logs import request_id_var
@@ -102,13 +103,19 @@ class Chatter:
             with timed("chat_retrieve"):
                 fused = await c.memory.search(tenant, c.search_spec(persona, message))
             shown, withheld = c.split_sensitive(fused)
-            shown = shown[: persona.chunks]
-            messages = [ChatMessage("system", f"{persona.system_prompt.strip()}\n\n{CHAT_FORMAT}")]
+            sources = briefing_sources.select(
+                shown,
+                message,
+                token_budget=c.settings.briefing_tokens,
+                excerpt_chars=c.settings.excerpt_chars,
+                limit=persona.chunks,
+            )
+            messages = [ChatMessage("system", system_prompt(persona, CHAT_RULES))]
             messages += [
                 ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in history
             ]
-            messages.append(ChatMessage("user", f"{render_items(shown)}\n\n{message}"))
-            stream = StreamFilter()
+            messages.append(ChatMessage("user", chat_turn(sources, message)))
+            stream, refs, guard = StreamFilter(), RefStream(sources), RepeatGuard()
             visible: list[str] = []
             generated = c.reasoner.stream(
                 purpose="chat",
@@ -122,19 +129,29 @@ class Chatter:
             with timed("chat_stream"):
                 async with contextlib.aclosing(generated):
                     async for piece in generated:
-                        if text := stream.feed(piece):
+                        text = stream.feed(piece)
+                        if not text:
+                            continue
+                        if guard.feed(text):
+                            break  # the model is looping: stop it here
+                        if text := refs.feed(text):
                             if not visible:
                                 first = time.perf_counter() - started
                                 STAGE_SECONDS.labels("chat_first_token").observe(first)
                             visible.append(text)
                             yield Delta(text)
-                if text := stream.finish():
+                rest = stream.finish()
+                if rest and guard.feed(rest):
+                    rest = ""
+                if text := refs.feed(rest) + refs.finish():
                     visible.append(text)
                     yield Delta(text)
-            citations, report = police(parse_citations(stream.citations_text), shown)
+            reading = read_reply(guard.kept, stream.citations_text, sources)
+            citations, report = reading.citations, reading.report
+            shown = [s.item for s in sources]
             DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))
             WITHHELD.labels("chat").inc(len(withheld))
-            reply = "".join(visible).rstrip()
+            reply = reading.answer
             if withheld:
                 note = f"\n\n{c.withheld_note(len(withheld))}"
                 reply += note

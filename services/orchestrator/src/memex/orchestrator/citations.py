@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memex.orchestrator.items import Citation, GroundingReport, ShownItem, Support
+from memex.orchestrator.lexical import squash
 
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _KEY_FIELDS = ("episode", "episode_id", "ref", "id", "item_id", "source", "citation")
@@ -26,17 +27,12 @@ def parse_citations(text: str) -> list[dict[str, Any]]:
     if start < 0:
         return []
     try:
-        value, _ = json.JSONDecoder().raw_decode(cleaned[start:])
+        value, _ = json.JSONDecoder(strict=False).raw_decode(cleaned[start:])
     except ValueError:
         return []
     if not isinstance(value, list):
         return []
     return [entry for entry in value if isinstance(entry, dict)]
-
-
-def squash(text: str) -> str:
-    """Whitespace squashed to single spaces and case folded, for quote matching."""
-    return " ".join(text.split()).casefold()
 
 
 def grade(claimed: str, quote: str, source_text: str) -> Support:
@@ -47,15 +43,28 @@ def grade(claimed: str, quote: str, source_text: str) -> Support:
     return "verbatim" if found else "paraphrase"
 
 
-def _lookup(shown: Iterable[ShownItem]) -> dict[str, ShownItem]:
-    table: dict[str, ShownItem] = {}
+def _lookup(shown: Iterable[ShownItem]) -> dict[str, list[ShownItem]]:
+    """Shown items by every name a citation may use. An episode id names every chunk of its
+    note, so a key may hold several items."""
+    table: dict[str, list[ShownItem]] = {}
     for item in shown:
-        keys = [item.item_id, item.ref, item.ref.strip("[]")]
+        keys = {item.item_id, item.ref, item.ref.strip("[]")}
         if item.episode_id:
-            keys.append(item.episode_id)
+            keys.add(item.episode_id)
         for key in keys:
-            table.setdefault(key.strip().casefold(), item)
+            table.setdefault(key.strip().casefold(), []).append(item)
     return table
+
+
+def _holding(items: Sequence[ShownItem], quote: str) -> ShownItem:
+    """Of the items a citation may mean, the one whose text holds its quote (else the first):
+    a quote from a note's third section is graded against that section, not the first."""
+    if quote.strip():
+        wanted = squash(quote)
+        for item in items:
+            if wanted in squash(item.text):
+                return item
+    return items[0]
 
 
 def _key(entry: Mapping[str, Any]) -> str:
@@ -76,11 +85,12 @@ def police(
     seen: set[tuple[str, str]] = set()
     for entry in entries:
         key = _key(entry)
-        item = table.get(key.casefold()) or table.get(key.strip("[]").casefold())
-        if item is None:
+        candidates = table.get(key.casefold()) or table.get(key.strip("[]").casefold())
+        if not candidates:
             dropped.append(key or json.dumps(dict(entry))[:80])
             continue
         quote = entry.get("quote") if isinstance(entry.get("quote"), str) else ""
+        item = _holding(candidates, str(quote))
         claimed = str(entry.get("support") or "paraphrase").strip().lower()
         citation = Citation(
             ref=item.ref,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
@@ -37,8 +38,31 @@ class OrchestratorSettings(ServiceSettings):
     abstain_below: float = Field(
         0.5, ge=0, le=1, description="Abstain when less than this share of citations is grounded."
     )
+    plan_hop: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="When ask runs the data-blind plan hop (a whole model call): auto runs it "
+        "only for questions about records, the inbox, people's timelines or several things at "
+        "once, and searches the question itself otherwise; always is SPEC B1's two-hop ask.",
+    )
     plan_max_tokens: int = Field(160, gt=0, description="Token budget of the plan hop.")
-    answer_max_tokens: int = Field(400, gt=0, description="Token budget of answers.")
+    answer_max_tokens: int = Field(400, gt=0, description="Token budget of chat replies.")
+    ask_max_tokens: int = Field(
+        200, gt=0, description="Token budget of an ask's answer (asked for in 1-3 sentences)."
+    )
+    briefing_tokens: int = Field(
+        900,
+        ge=100,
+        description="Prompt tokens the numbered sources may take (estimated at 4 characters a "
+        "token); further capped so the sources, rules, question and answer fit the reasoner's "
+        "context. Prefill of these tokens is most of a CPU model's time to first word.",
+    )
+    excerpt_chars: int = Field(
+        700,
+        ge=100,
+        le=1600,
+        description="Longest excerpt of one item in a briefing: a longer chunk is cut to the "
+        "window of its sentences that best matches the question (chunks are at most 1,600).",
+    )
     worker_poll_seconds: float = Field(2.0, gt=0, description="Chat worker poll interval.")
     worker_context_chars: int = Field(4000, gt=0, description="Thread context cap per queued turn.")
     worker_id: str = Field(

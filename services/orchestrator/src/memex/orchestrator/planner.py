@@ -8,6 +8,7 @@ invalid ones are dropped and counted, and an empty or unusable plan falls back t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,26 @@ the data; you only choose lookups. Tools:
 - list_inbox(): the pending inbox items.
 Return JSON: {{"steps": [{{"tool": "search_vault", "query": "..."}}]}} with 1 to {MAX_STEPS} steps.
 """.strip()
+
+
+# Questions one search of the notes cannot serve: records and the inbox, a person's whole
+# timeline, or two questions at once. Anything else skips the plan hop.
+_NEEDS_TOOLS = re.compile(
+    r"\b(?:inbox|to-?dos?|tasks?|pending|overdue|due dates?|deadlines?|events?|calendar|"
+    r"schedule|timeline|beliefs?|observations?|tracker|strava|bank|records?|everything about|"
+    r"history with|list (?:all|every|my))\b",
+    re.IGNORECASE,
+)
+_TWO_QUESTIONS = re.compile(
+    r"\b(?:and|also|then)\s+(?:what|when|where|who|how|why|which)\s+\w+\s+\w+", re.IGNORECASE
+)
+
+
+def wants_plan(question: str) -> bool:
+    """Whether a question earns the plan hop (``plan_hop=auto``)."""
+    return bool(
+        _NEEDS_TOOLS.search(question) or _TWO_QUESTIONS.search(question) or question.count("?") > 1
+    )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from typing import Any
 import grpc
 
 from memex.common.v1 import common_pb2
+from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
+from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
 from memex.orchestrator.items import Citation, ShownItem
 from memex.orchestrator.service import Orchestrator
@@ -75,6 +77,29 @@ def item_pb(item: ShownItem) -> retrieval_pb2.RetrievedItem:
     )
 
 
+def ask_pb(r: AskResult) -> pb.AskResponse:
+    """An ask's structured result on the wire."""
+    return pb.AskResponse(
+        answer=r.answer,
+        citations=_citations(r.citations),
+        persona=r.persona,
+        grounding=pb.GroundingReport(
+            cited=r.grounding.cited,
+            grounded=r.grounding.grounded,
+            score=r.grounding.score,
+            dropped=list(r.grounding.dropped),
+        ),
+        abstained=r.abstained,
+        stages=r.stages,
+        reframed_question=r.reframed_question,
+        opinion=r.opinion,
+        withheld=r.withheld,
+        model=r.model,
+        latency_ms=r.latency_ms,
+        turn_id=r.turn_id,
+    )
+
+
 def conversation_pb(c: Conversation) -> pb.Conversation:
     return pb.Conversation(
         id=c.id,
@@ -130,25 +155,29 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         r = await o.asker.ask(
             o.tenant(request.tenant), request.question, request.persona, request.limit
         )
-        return pb.AskResponse(
-            answer=r.answer,
-            citations=_citations(r.citations),
-            persona=r.persona,
-            grounding=pb.GroundingReport(
-                cited=r.grounding.cited,
-                grounded=r.grounding.grounded,
-                score=r.grounding.score,
-                dropped=list(r.grounding.dropped),
-            ),
-            abstained=r.abstained,
-            stages=r.stages,
-            reframed_question=r.reframed_question,
-            opinion=r.opinion,
-            withheld=r.withheld,
-            model=r.model,
-            latency_ms=r.latency_ms,
-            turn_id=r.turn_id,
+        return ask_pb(r)
+
+    async def AskStream(
+        self, request: pb.AskRequest, context: Context
+    ) -> AsyncIterator[pb.AskEvent]:
+        o = self._slot.get()
+        stream = o.asker.stream(
+            o.tenant(request.tenant), request.question, request.persona, request.limit
         )
+        # Closed at once when the client goes away, so the model call below it stops too.
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                match event:
+                    case ask_events.Started():
+                        yield pb.AskEvent(
+                            started=pb.AskStarted(
+                                model=event.model, persona=event.persona, sources=event.sources
+                            )
+                        )
+                    case ask_events.Draft():
+                        yield pb.AskEvent(delta=event.text)
+                    case ask_events.Finished():
+                        yield pb.AskEvent(result=ask_pb(event.result))
 
     async def Chat(
         self, request: pb.ChatRequest, context: Context

@@ -9,6 +9,7 @@ dropped too.
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 
 THINK_OPEN = "<think>"
@@ -96,3 +97,37 @@ class StreamFilter:
             text = text.lstrip()
             self._started = bool(text)
         return text
+
+
+class RepeatGuard:
+    """Notices a small model looping: the same sentence written again.
+
+    Tiny models fall into cycles of one or two sentences until their token budget runs out
+    (SmolLM2 streamed the same two sentences for 28 s). Fed the visible text, ``feed`` says when
+    a finished sentence of at least ``min_chars`` repeats an earlier one; the caller then stops
+    the model and keeps the text before the repeat (``kept``).
+    """
+
+    def __init__(self, min_chars: int = 24) -> None:
+        self._min = min_chars
+        self._text = ""
+        self._checked = 0
+        self._seen: set[str] = set()
+        self.kept = ""
+
+    def feed(self, text: str) -> bool:
+        """True once the text has started repeating itself."""
+        self._text += text
+        for match in _SENTENCE.finditer(self._text, self._checked):
+            sentence = " ".join(match.group(1).split()).casefold()
+            if len(sentence) >= self._min:
+                if sentence in self._seen:
+                    self.kept = self._text[: match.start(1)].rstrip()
+                    return True
+                self._seen.add(sentence)
+            self._checked = match.end()
+        self.kept = self._text
+        return False
+
+
+_SENTENCE = re.compile(r"\s*([^.!?\n]+[.!?\n])")

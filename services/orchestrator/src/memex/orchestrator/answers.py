@@ -1,0 +1,279 @@
+"""Reading a numbered answer (issue 10): source numbers → checked citations, mechanically.
+
+The model writes prose and cites sources by number in line ("£48 a year [2]"); that is all a
+0.5B model has to get right. memex does the rest: each number is grounded (it must name a
+source that was shown, SPEC B2), the quote is the sentence of the cited excerpt that best
+supports the claim, and the support label is graded from how much of the claim that sentence
+holds (figures weigh double): verbatim when the claim's words are the source's, paraphrase when
+most of them are there, inference otherwise. Models that still write ``[[Note Title]]`` are
+understood too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memex.orchestrator.citations import parse_citations, police
+from memex.orchestrator.items import Citation, GroundingReport, Support
+from memex.orchestrator.lexical import (
+    coverage,
+    segments,
+    squash,
+    strip_list_mark,
+    terms,
+)
+from memex.orchestrator.sources import Source
+
+QUOTE_CAP = 300
+VERBATIM_AT = 0.9
+PARAPHRASE_AT = 0.5
+# A claim no cited sentence covers this well is not taken as supported; nor is an uncited
+# sentence attributed to a source below ATTRIBUTE_AT.
+SUPPORTED_AT = 0.34
+ATTRIBUTE_AT = 0.6
+
+_NUMBERS = r"\^?\d{1,2}(?:\s*(?:,|;|and|&|-|\u2013)\s*\^?\d{1,2})*"
+MARKER = re.compile(
+    rf"\[\s*(?:(?:sources?|refs?|excerpts?|notes?)\s*)?({_NUMBERS})\s*\]"
+    rf"|\[\[([^\[\]|]+)(?:\|[^\[\]]*)?\]\]",
+    re.IGNORECASE,
+)
+_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
+_DECLINED = re.compile(
+    r"\b(?:i|we)\s+(?:do\s+not|don't|cannot|can't|could\s+not|couldn't)\s+"
+    r"(?:know|find|tell|say|answer|determine|see)\b"
+    r"|\b(?:no|not\s+enough|insufficient)\s+(?:information|mention|record|details?|data)\b"
+    r"|\b(?:not|never|isn't|aren't|wasn't|doesn't|don't|do\s+not|does\s+not|did\s+not)\b"
+    r"[^.]{0,40}\b(?:mention(?:ed)?|stated?|specif(?:y|ied)|provided?|included?|given|found|"
+    r"recorded|covered|says?|contain(?:ed)?)\b[^.]{0,40}\b(?:notes?|sources?|excerpts?|records?|"
+    r"memory|context|text|information)\b"
+    r"|\b(?:notes?|sources?|excerpts?|records?)\b[^.]{0,30}\b(?:do\s+not|don't|does\s+not|"
+    r"doesn't|did\s+not|didn't)\s+(?:say|mention|contain|include|specify|state|cover|answer)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What memex makes of a numbered answer."""
+
+    answer: str  # the prose, its numbers rewritten as the sources' refs
+    citations: list[Citation]
+    report: GroundingReport
+    declined: bool  # the model said the sources do not answer the question
+    support: float  # how well the best-supported claim is covered by its cited sentence
+    attributed: bool  # citations found for an answer that cited nothing itself
+
+
+def numbers(group: str) -> list[int]:
+    """The source numbers in a marker's number list: "1, 3", "2-4", "^2"."""
+    out: list[int] = []
+    for part in re.split(r"\s*(?:,|;|and|&)\s*", group.replace("^", "")):
+        if not part:
+            continue
+        bounds = re.split(r"\s*[-\u2013]\s*", part)
+        if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
+            lo, hi = int(bounds[0]), int(bounds[1])
+            out.extend(range(lo, hi + 1) if 0 < hi - lo < 10 else (lo, hi))
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def _by_title(sources: Sequence[Source]) -> dict[str, Source]:
+    table: dict[str, Source] = {}
+    for source in sources:
+        for key in (source.item.title, source.ref.strip("[]")):
+            if key:
+                table.setdefault(key.strip().casefold(), source)
+    return table
+
+
+def _cited(match: re.Match[str], sources: Sequence[Source]) -> tuple[list[Source], list[str]]:
+    """(sources a marker names, markers that named nothing shown)."""
+    if match.group(1) is not None:
+        found, missing = [], []
+        for n in numbers(match.group(1)):
+            if 1 <= n <= len(sources):
+                found.append(sources[n - 1])
+            else:
+                missing.append(f"[{n}]")
+        return found, missing
+    source = _by_title(sources).get(match.group(2).strip().casefold())
+    return ([source], []) if source else ([], [match.group(0)])
+
+
+def _refs(match: re.Match[str], sources: Sequence[Source]) -> str:
+    found, _ = _cited(match, sources)
+    if found:
+        return " ".join(dict.fromkeys(s.ref for s in found))
+    return match.group(2) or ""
+
+
+def rewrite(text: str, sources: Sequence[Source]) -> str:
+    """``text`` with every marker replaced by the refs it names; markers naming nothing shown
+    are removed (a wikilink keeps its words, not its brackets), so no fabricated citation
+    reaches the reader."""
+
+    out = MARKER.sub(lambda match: _refs(match, sources), text)
+    out = _SPACE_BEFORE_PUNCT.sub(r"\1", out)
+    return re.sub(r"(\[\[[^\]]+\]\])(?:\s+\1)+", r"\1", out).strip()
+
+
+def declines(text: str) -> bool:
+    """Whether the answer opens by saying the sources do not answer the question."""
+    parts = segments(text.strip())
+    return not parts or bool(_DECLINED.search(parts[0].text))
+
+
+@dataclass(frozen=True)
+class _Grade:
+    support: Support
+    cover: float
+    quote: str
+
+
+def grade(claim: str, source: Source) -> _Grade:
+    """How well ``source`` supports ``claim``, with the sentence that supports it best."""
+    claim_terms = terms(claim)
+    best_cover, best_quote = 0.0, ""
+    for part in source.segments:
+        cover = coverage(claim_terms, terms(part.text))
+        if cover > best_cover:
+            best_cover, best_quote = cover, strip_list_mark(part.text)
+    whole = coverage(claim_terms, terms(source.excerpt))
+    quote = best_quote or strip_list_mark(source.excerpt)
+    if len(quote) > QUOTE_CAP:
+        quote = quote[:QUOTE_CAP].rsplit(" ", 1)[0]
+    bare = squash(claim).strip(" .")
+    if (bare and bare in squash(source.excerpt)) or best_cover >= VERBATIM_AT:
+        return _Grade("verbatim", max(best_cover, whole), quote)
+    if max(best_cover, whole) >= PARAPHRASE_AT:
+        return _Grade("paraphrase", max(best_cover, whole), quote)
+    return _Grade("inference", max(best_cover, whole), quote)
+
+
+_RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
+
+
+def _claims(
+    text: str, sources: Sequence[Source]
+) -> tuple[list[tuple[str, list[Source]]], list[str]]:
+    """Each sentence of the answer with the sources its markers name; a sentence that is only
+    markers ("[1][2]") belongs to the sentence before it."""
+    claims: list[tuple[str, list[Source]]] = []
+    dropped: list[str] = []
+    for part in segments(text):
+        named: list[Source] = []
+        for match in MARKER.finditer(part.text):
+            found, missing = _cited(match, sources)
+            named.extend(found)
+            dropped.extend(missing)
+        claim = MARKER.sub(" ", part.text).strip()
+        if not terms(claim) and claims:
+            claims[-1][1].extend(named)
+        else:
+            claims.append((claim, named))
+    return claims, dropped
+
+
+def read(text: str, sources: Sequence[Source]) -> Reading:
+    """Grounds and grades a numbered answer against the sources it was written from."""
+    claims, dropped = _claims(text, sources)
+    best: dict[int, tuple[_Grade, Source]] = {}
+    order: list[int] = []
+    cited = len(dropped)
+    for claim, named in claims:
+        for source in dict.fromkeys(named):
+            cited += 1
+            graded = grade(claim, source)
+            held = best.get(source.number)
+            if held is None:
+                order.append(source.number)
+            if held is None or (_RANK[graded.support], graded.cover) > (
+                _RANK[held[0].support],
+                held[0].cover,
+            ):
+                best[source.number] = (graded, source)
+    declined = declines(text)
+    attributed = False
+    if not best and not declined:
+        for claim, _ in claims:
+            graded_all = [(grade(claim, s), s) for s in sources]
+            if not graded_all:
+                break
+            graded, source = max(graded_all, key=lambda g: g[0].cover)
+            if graded.cover >= ATTRIBUTE_AT and source.number not in best:
+                best[source.number] = (graded, source)
+                order.append(source.number)
+                attributed = True
+    citations = [
+        Citation(
+            ref=source.ref,
+            item_id=source.item.item_id,
+            episode_id=source.item.episode_id,
+            quote=graded.quote,
+            support=graded.support,
+        )
+        for graded, source in (best[n] for n in order)
+    ]
+    grounded = cited - len(dropped)
+    if attributed:
+        cited = grounded = len(citations)
+    return Reading(
+        answer=rewrite(text, sources),
+        citations=citations,
+        report=GroundingReport(cited=cited, grounded=grounded, dropped=tuple(dropped)),
+        declined=declined,
+        support=max((g.cover for g, _ in best.values()), default=0.0),
+        attributed=attributed,
+    )
+
+
+def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Reading:
+    """Reads a reply: its numbers first; else a ``@@CITATIONS@@`` JSON tail, which larger
+    models trained on the chat format may write and which is policed by SPEC B10's table; else
+    sources attributed to uncited sentences that one of them plainly holds."""
+    reading = read(prose, sources)
+    if (reading.citations and not reading.attributed) or not citations_tail.strip():
+        return reading
+    citations, report = police(parse_citations(citations_tail), [s.item for s in sources])
+    if not citations and reading.attributed:
+        return reading
+    return Reading(
+        answer=reading.answer,
+        citations=citations,
+        report=report,
+        declined=reading.declined,
+        support=1.0 if citations else 0.0,
+        attributed=False,
+    )
+
+
+class RefStream:
+    """Rewrites source numbers as refs in streamed text, holding back what could still become a
+    marker ("[", "[1,", "[[Flat De") so no raw number fragment reaches the reader."""
+
+    _OPEN = re.compile(r"\[\[[^\[\]]{0,120}\]?$|\[[^\[\]]{0,24}$")
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self._sources = list(sources)
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        """What can be shown now of ``text`` (after what was held back)."""
+        buffer = self._held + text
+        open_marker = self._OPEN.search(buffer)
+        cut = open_marker.start() if open_marker else len(buffer)
+        self._held = buffer[cut:]
+        return self._rewrite(buffer[:cut])
+
+    def finish(self) -> str:
+        """Whatever was still held back, rewritten."""
+        rest, self._held = self._held, ""
+        return self._rewrite(rest)
+
+    def _rewrite(self, text: str) -> str:
+        return MARKER.sub(lambda match: _refs(match, self._sources), text)

@@ -1,0 +1,126 @@
+"""Word-level text measures for briefing and grounding: no model, no index, deterministic.
+
+Small models cite by source number; memex then has to find, mechanically, which sentence of the
+cited source supports a claim and how closely. These helpers split text into segments (sentences
+and list lines), reduce it to content terms (case folded, lightly stemmed, numbers without their
+thousands separators) and measure how much of a claim a segment covers. Figures and amounts
+weigh double: a claim that gets the amount wrong is not supported by the right sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"\d[\d,.:]*\d|\d|[^\W\d_]+(?:'[^\W\d_]+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9£$€#*-])")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+|>)\s*")
+
+NUMBER_WEIGHT = 2.0
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    get got tell know say said thing things much many one ever still yet us let lets
+    i'm i've i'd i'll don't didn't doesn't isn't wasn't won't can't
+    """.split()  # noqa: SIM905 - a list literal of 150 words would not be read
+)
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip, enough for costs/cost, agreed/agree, moving/move."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            return word[: -len(suffix)] + keep
+    return word
+
+
+def _normal(token: str) -> str:
+    if token[0].isdigit():
+        return token.replace(",", "").rstrip(".")
+    return _stem(token)
+
+
+def terms(text: str) -> list[str]:
+    """The content terms of ``text``: stop words dropped, stemmed, numbers normalised."""
+    out = []
+    for match in _TOKEN.finditer(text.casefold()):
+        token = match.group()
+        if token in STOPWORDS:
+            continue
+        out.append(_normal(token))
+    return out
+
+
+def is_number(term: str) -> bool:
+    """Whether a term is a figure (an amount, a date part, a time)."""
+    return term[:1].isdigit()
+
+
+def weight(term: str) -> float:
+    """How much a term counts in coverage."""
+    return NUMBER_WEIGHT if is_number(term) else 1.0
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A sentence or list line of a source, with its offsets in that source's text."""
+
+    start: int
+    end: int
+    text: str
+
+
+def segments(text: str) -> list[Segment]:
+    """Sentences and list lines of ``text``, in order; each is a verbatim slice of ``text``."""
+    out: list[Segment] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        start = 0
+        pieces = _SENTENCE_END.split(body) if body.strip() else []
+        for piece in pieces:
+            at = body.find(piece, start)
+            start = at + len(piece)
+            stripped = piece.strip()
+            if stripped and terms(stripped):
+                begin = offset + at + piece.find(stripped)
+                out.append(Segment(begin, begin + len(stripped), stripped))
+        offset += len(line)
+    return out
+
+
+def coverage(claim_terms: Iterable[str], source_terms: Iterable[str]) -> float:
+    """The weighted share of the claim's distinct terms that the source contains (0..1)."""
+    wanted = set(claim_terms)
+    if not wanted:
+        return 0.0
+    have = set(source_terms)
+    total = sum(weight(t) for t in wanted)
+    return sum(weight(t) for t in wanted if t in have) / total
+
+
+def overlap_score(query_terms: Counter[str], text: str) -> float:
+    """How strongly ``text`` matches a query: weighted distinct query terms it contains."""
+    present = set(terms(text))
+    return sum(weight(t) for t in query_terms if t in present)
+
+
+def squash(text: str) -> str:
+    """Whitespace squashed to single spaces and case folded, for quote matching (SPEC B10)."""
+    return " ".join(text.split()).casefold()
+
+
+def strip_list_mark(text: str) -> str:
+    """A segment without its Markdown bullet, number or heading mark."""
+    return _LIST_MARK.sub("", text, count=1)

@@ -1,0 +1,80 @@
+"""The numbered briefing (SPEC B7, issue 10): sources [1]..[n] within a token budget."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from memex.orchestrator.items import ShownItem
+from memex.orchestrator.lexical import terms
+from memex.orchestrator.sources import (
+    EMPTY_MEMORY_NOTE,
+    estimate_tokens,
+    render_all,
+    select,
+    tighten,
+)
+
+
+def item(n: int, text: str, **fields: object) -> ShownItem:
+    values: dict[str, object] = {
+        "item_id": f"c{n}",
+        "episode_id": f"ep{n}",
+        "ref": f"[[Note {n}]]",
+        "title": f"Note {n}",
+        "text": text,
+    }
+    values.update(fields)
+    return ShownItem(**values)  # type: ignore[arg-type]
+
+
+def test_sources_are_numbered_with_their_provenance_and_kind() -> None:
+    items = [
+        item(1, "Shipped the auth refactor this week.", date="2026-03-14", title="Warden retro"),
+        item(2, "Landlord.", kind="record", ref="entities:p7", title="Dana Ruiz"),
+        item(3, "Prefers mornings.", kind="belief", ref="beliefs:b1", title=""),
+        item(4, "Slept 5h12m.", kind="observation", ref="observations:o1", title=""),
+    ]
+    sources = select(items, "what shipped?", token_budget=1000, excerpt_chars=700, limit=8)
+    text = render_all(sources)
+    assert text.startswith(
+        "Sources:\n\n[1] Warden retro (2026-03-14)\nShipped the auth refactor this week."
+    )
+    assert "[2] Record: Dana Ruiz\nLandlord." in text
+    assert "[3] Belief (a conclusion drawn from the notes, not the person's words): beliefs:b1" in (
+        text
+    )
+    assert "[4] Observation (from a connected service): observations:o1" in text
+    assert [s.number for s in sources] == [1, 2, 3, 4]
+
+
+def test_the_budget_is_in_tokens_and_always_leaves_one_source() -> None:
+    items = [item(n, f"Sentence number {n} about the garden. " * 10) for n in range(1, 9)]
+    one = estimate_tokens(
+        render_all(select(items[:1], "garden", token_budget=10_000, excerpt_chars=1600, limit=8))
+    )
+    sources = select(items, "garden", token_budget=one * 3, excerpt_chars=1600, limit=8)
+    assert 2 <= len(sources) <= 3
+    assert sum(estimate_tokens(render_all([s])) for s in sources) <= one * 3 + 10
+    assert len(select(items, "garden", token_budget=1, excerpt_chars=1600, limit=8)) == 1
+    assert len(select(items, "garden", token_budget=10_000, excerpt_chars=1600, limit=5)) == 5
+
+
+def test_a_long_chunk_is_tightened_to_the_sentences_that_match_the_question() -> None:
+    filler = " ".join(f"Line {n} is about something unrelated entirely." for n in range(30))
+    text = f"{filler} The allotment plot costs £48 a year. {filler}"
+    excerpt, parts = tighten(text, Counter(terms("What does the allotment cost?")), 200)
+    assert "The allotment plot costs £48 a year." in excerpt
+    assert len(excerpt) <= 204
+    assert excerpt.startswith("… ") and excerpt.endswith(" …")
+    assert all(p.text == text[p.start : p.end] for p in parts)  # verbatim slices
+
+
+def test_a_short_chunk_is_shown_whole_and_repeats_are_skipped() -> None:
+    items = [item(1, "Short note."), item(2, "Short   note."), item(3, "Another.")]
+    sources = select(items, "note", token_budget=1000, excerpt_chars=700, limit=8)
+    assert [s.item.item_id for s in sources] == ["c1", "c3"]
+    assert sources[0].excerpt == "Short note."
+
+
+def test_an_empty_memory_is_said_literally() -> None:
+    assert render_all([]) == EMPTY_MEMORY_NOTE
