@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ def parse_questions(lines: Iterable[str], path: str = "<questions>") -> list[Que
             )
             continue
         seen[question.id] = number
-        questions.append(Question(**{**question.__dict__, "line": number}))
+        questions.append(replace(question, line=number))
     if problems:
         raise QuestionFileError(path, problems)
     if not questions:
@@ -151,7 +151,7 @@ def resolve_queries(
             if q.query_id not in queries:
                 problems.append((q.line, f"query_id {q.query_id!r} is not in the queries file"))
                 continue
-            q = Question(**{**q.__dict__, "question": claim_question(queries[q.query_id])})
+            q = replace(q, question=claim_question(queries[q.query_id]))
         resolved.append(q)
     if problems:
         raise QuestionFileError(path, problems)
