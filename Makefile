@@ -28,7 +28,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -136,6 +136,13 @@ demo: up ## The main job: start the stack, index the sample vault, ask it a ques
 	@echo
 	@echo "Web chat: $$($(PY) -c 'from memex.shared.stack import StackSettings; print(StackSettings().web_url)')"
 	@echo "Ask your own: .venv/bin/memex ask \"...\"   chat: .venv/bin/memex chat   stop: make down"
+
+EVAL_QUESTIONS ?= demo/eval/questions.jsonl
+EVAL_OUT ?= docs/eval-latest.md
+EVAL_ARGS ?=
+
+eval: install ## Score answers to the demo questions (needs `make up` and the demo vault indexed first)
+	$(MEMEX) eval $(EVAL_QUESTIONS) --out $(EVAL_OUT) $(EVAL_ARGS)
 
 bench: bench-embedding bench-retrieval bench-reasoner bench-orchestrator bench-gateway ## Every benchmark
 

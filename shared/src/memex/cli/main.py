@@ -12,6 +12,7 @@ from memex.cli import (
     ask_commands,
     chat_command,
     embed_command,
+    eval_command,
     generate_command,
     key_commands,
     records_commands,
@@ -83,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     records_commands.add_parsers(commands)
     generate_command.add_parser(commands)
     key_commands.add_parsers(commands)
+    eval_command.add_parser(commands)
 
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)

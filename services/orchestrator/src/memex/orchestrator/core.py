@@ -93,8 +93,10 @@ class Context:
         abstained: bool = False,
         conversation_id: str | None = None,
         dropped_steps: Sequence[str] = (),
+        answer: str = "",
     ) -> str:
-        """Writes the telemetry turn and its retrieval rows (SPEC B12), off the event loop."""
+        """Writes the telemetry turn and its retrieval rows (SPEC B12), off the event loop. An
+        ask passes its ``answer``; it is kept with the refs of ``citations`` for replay."""
         cited = {c.item_id for c in citations}
         return await asyncio.to_thread(
             self.store.record_telemetry,
@@ -109,5 +111,7 @@ class Context:
             abstained=abstained,
             conversation_id=conversation_id,
             dropped_steps=dropped_steps,
+            answer=answer,
+            cited_refs=list(dict.fromkeys(c.ref for c in citations)),
             retrievals=[(i.item_id, i.score, i.channel_scores, i.item_id in cited) for i in items],
         )

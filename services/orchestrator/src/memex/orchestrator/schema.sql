@@ -95,3 +95,11 @@ CREATE TABLE llm_log (
 -- migration 2
 -- SPEC B1: the plan steps an ask dropped as invalid are reported in its telemetry (JSON array).
 ALTER TABLE telemetry_turns ADD COLUMN dropped_steps TEXT NOT NULL DEFAULT '[]';
+
+-- migration 3
+-- What an ask answered, kept with its telemetry turn so `memex eval --replay` can ask it again and
+-- show what changed: the answer text and the refs of the citations kept (JSON array of strings).
+-- Rows logged before this migration keep '' and '[]'.
+ALTER TABLE telemetry_turns ADD COLUMN answer TEXT NOT NULL DEFAULT '';
+ALTER TABLE telemetry_turns ADD COLUMN cited_refs TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX telemetry_turns_by_kind ON telemetry_turns (tenant, kind, created_at DESC);

@@ -16,10 +16,11 @@ from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
 from memex.orchestrator.items import Citation, ShownItem
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import Conversation, Message, Thread, Turn
+from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.errors import InvalidArgument
 from memex.shared.grpc_errors import status_for
 from memex.shared.server import EngineSlot
 
@@ -138,6 +139,21 @@ def turn_pb(t: Turn) -> pb.Turn:
 
 def thread_pb(t: Thread) -> pb.Thread:
     return pb.Thread(id=t.id, title=t.title, created_at=t.created_at)
+
+
+def logged_ask_pb(a: LoggedAsk) -> pb.LoggedAsk:
+    return pb.LoggedAsk(
+        turn_id=a.turn_id,
+        question=a.question,
+        persona=a.persona,
+        model=a.model,
+        prompt_version=a.prompt_version,
+        answer=a.answer,
+        abstained=a.abstained,
+        cited_refs=a.cited_refs,
+        latency_ms=a.latency_ms,
+        created_at=a.created_at,
+    )
 
 
 def _citations(citations: Sequence[Citation]) -> list[common_pb2.Citation]:
@@ -289,3 +305,14 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             o.context.store.list_turns, o.tenant(request.tenant), request.thread_id
         )
         return pb.ListTurnsResponse(turns=[turn_pb(t) for t in turns])
+
+    async def ListLoggedAsks(
+        self, request: pb.ListLoggedAsksRequest, context: Context
+    ) -> pb.ListLoggedAsksResponse:
+        o = self._slot.get()
+        if request.limit < 0:
+            raise InvalidArgument("limit must be >= 0")
+        asks = await asyncio.to_thread(
+            o.context.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
+        )
+        return pb.ListLoggedAsksResponse(asks=[logged_ask_pb(a) for a in asks])

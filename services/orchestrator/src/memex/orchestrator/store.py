@@ -86,6 +86,22 @@ class Thread:
     created_at: str
 
 
+@dataclass(frozen=True)
+class LoggedAsk:
+    """An ask as its telemetry turn recorded it (what `memex eval --replay` asks again)."""
+
+    turn_id: str
+    question: str
+    persona: str
+    model: str
+    prompt_version: str
+    answer: str
+    abstained: bool
+    cited_refs: list[str]
+    latency_ms: float
+    created_at: str
+
+
 class OrchestratorStore:
     """One SQLite database holding everything the orchestrator persists."""
 
@@ -405,15 +421,19 @@ class OrchestratorStore:
         conversation_id: str | None = None,
         retrievals: Sequence[tuple[str, float, dict[str, float], bool]] = (),
         dropped_steps: Sequence[str] = (),
+        answer: str = "",
+        cited_refs: Sequence[str] = (),
     ) -> str:
         """A turn row plus one row per retrieved item (item id, fused score, channel scores,
-        cited), ranked in the order given; returns the turn id."""
+        cited), ranked in the order given; returns the turn id. ``answer`` and ``cited_refs``
+        keep what an ask answered, for replay."""
         turn_id = new_id()
         with self._tx() as db:
             db.execute(
                 "INSERT INTO telemetry_turns (id, tenant, kind, query, model, persona, "
                 "prompt_version, grounding_score, abstained, latency_ms, conversation_id, "
-                "created_at, dropped_steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, dropped_steps, answer, cited_refs) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn_id,
                     tenant,
@@ -428,6 +448,8 @@ class OrchestratorStore:
                     conversation_id,
                     now_iso(),
                     json.dumps(list(dropped_steps)),
+                    answer,
+                    json.dumps(list(cited_refs)),
                 ),
             )
             db.executemany(
@@ -438,6 +460,30 @@ class OrchestratorStore:
                 ],
             )
         return turn_id
+
+    def list_logged_asks(self, tenant: str, limit: int = 50) -> list[LoggedAsk]:
+        """The tenant's asks from telemetry, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM telemetry_turns WHERE tenant = ? AND kind = 'ask' "
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (tenant, limit),
+            ).fetchall()
+        return [
+            LoggedAsk(
+                r["id"],
+                r["query"],
+                r["persona"],
+                r["model"],
+                r["prompt_version"],
+                r["answer"],
+                bool(r["abstained"]),
+                json.loads(r["cited_refs"]),
+                r["latency_ms"],
+                r["created_at"],
+            )
+            for r in rows
+        ]
 
     def log_call_started(
         self, *, request_id: str, purpose: str, model: str, persona: str, prompt: str
