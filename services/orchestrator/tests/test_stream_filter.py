@@ -9,6 +9,7 @@ from memex.orchestrator.stream_filter import (
     CITATIONS_MARKER,
     THINK_CLOSE,
     THINK_OPEN,
+    RepeatGuard,
     StreamFilter,
 )
 
@@ -101,3 +102,17 @@ def test_an_unclosed_think_tag_drops_the_rest() -> None:
 def test_text_that_only_looked_like_a_marker_is_released_at_the_end() -> None:
     deltas, _ = run(["mail me at a@@", "CIT"])
     assert "".join(deltas) == "mail me at a@@CIT"
+
+
+def test_the_repeat_guard_stops_at_the_first_repeated_sentence() -> None:
+    guard = RepeatGuard()
+    assert not guard.feed("The deposit was £1,030 in the end. ")
+    assert not guard.feed("Graham paid it on 3 June. The deposit was ")
+    assert guard.feed("£1,030 in the end. More")
+    assert guard.kept == "The deposit was £1,030 in the end. Graham paid it on 3 June."
+
+
+def test_short_repeats_are_not_loops() -> None:
+    guard = RepeatGuard()
+    assert not guard.feed("Yes. Yes. Thank you. Thank you.")
+    assert guard.kept == "Yes. Yes. Thank you. Thank you."

@@ -118,7 +118,7 @@ def rewrite(text: str, sources: Sequence[Source]) -> str:
     reaches the reader."""
 
     out = MARKER.sub(lambda match: _refs(match, sources), text)
-    out = _SPACE_BEFORE_PUNCT.sub(r"\1", out)
+    out = _SPACE_BEFORE_PUNCT.sub(r"\1", re.sub(r"[ \t]{2,}", " ", out))
     return re.sub(r"(\[\[[^\]]+\]\])(?:\s+\1)+", r"\1", out).strip()
 
 

@@ -21,8 +21,8 @@ How to answer:
   records.
 - Answer the question directly, in one to three sentences. Write names, amounts and dates
   exactly as the sources write them.
-- After each fact, put the number of its source in square brackets, like this: The meeting
-  moved to Friday [2].
+- Right after each fact, write the number of the source it comes from in square brackets,
+  for example [2].
 - If the sources do not contain the answer, reply only: {DECLINE}
 """.strip()
 
@@ -30,8 +30,8 @@ CHAT_RULES = """
 How to reply:
 - Reply in plain prose, as yourself, to the person's latest message.
 - Draw on the numbered sources in that message (excerpts from the person's own notes and
-  records) where they help. After each fact you take from a source, put its number in square
-  brackets, like this: you moved on a Saturday [3].
+  records) where they help. Right after each fact you take from a source, write its number
+  in square brackets, for example [3].
 - When the sources do not cover something, say you do not know rather than guessing.
 """.strip()
 

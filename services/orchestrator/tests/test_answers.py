@@ -1,0 +1,121 @@
+"""Reading numbered answers (issue 10): grounding, quotes and support, mechanically."""
+
+from __future__ import annotations
+
+import pytest
+
+from memex.orchestrator.answers import RefStream, declines, grade, numbers, read, rewrite
+from memex.orchestrator.items import ShownItem
+from memex.orchestrator.lexical import segments
+from memex.orchestrator.sources import Source
+
+
+def source(number: int, text: str, title: str = "", **fields: object) -> Source:
+    title = title or f"Note {number}"
+    values: dict[str, object] = {
+        "item_id": f"c{number}",
+        "episode_id": f"ep{number}",
+        "ref": f"[[{title}]]",
+        "title": title,
+        "text": text,
+    }
+    values.update(fields)
+    item = ShownItem(**values)  # type: ignore[arg-type]
+    return Source(number, item, text, tuple(segments(text)))
+
+
+SOURCES = [
+    source(1, "# Terms\n- Rent: **£48 per year**, due 1 January.\n- Key deposit: £10.", "Tenancy"),
+    source(2, "Ron keeps the waiting list in a red notebook. He is the secretary.", "Ron"),
+    source(3, "Sold six jars of jam for £3 each.", "Open day"),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"),
+    [("1", [1]), ("1, 3", [1, 3]), ("2-4", [2, 3, 4]), ("^2", [2]), ("1 and 2", [1, 2])],
+)
+def test_marker_number_lists(group: str, expected: list[int]) -> None:
+    assert numbers(group) == expected
+
+
+def test_numbers_become_refs_and_numbers_that_name_nothing_vanish() -> None:
+    text = "Rent is £48 a year [1]. Ron [2, 3] keeps it [Source 2]. Made up [7] [[Nowhere]]."
+    assert rewrite(text, SOURCES) == (
+        "Rent is £48 a year [[Tenancy]]. Ron [[Ron]] [[Open day]] keeps it [[Ron]]. "
+        "Made up Nowhere."
+    )
+
+
+def test_a_numbered_answer_is_grounded_quoted_and_graded() -> None:
+    reading = read("The rent is £48 a year [1]. He is the secretary [2]. Jam [9].", SOURCES)
+    assert [(c.ref, c.support) for c in reading.citations] == [
+        ("[[Tenancy]]", "verbatim"),
+        ("[[Ron]]", "verbatim"),
+    ]
+    assert reading.citations[0].quote == "Rent: **£48 per year**, due 1 January."
+    assert reading.citations[1].quote == "He is the secretary."
+    assert reading.report.dropped == ("[9]",)
+    assert (reading.report.cited, reading.report.grounded) == (3, 2)
+    assert not reading.declined and not reading.attributed
+
+
+def test_support_is_graded_from_how_much_of_the_claim_the_sentence_holds() -> None:
+    assert grade("He is the secretary.", SOURCES[1]).support == "verbatim"
+    assert grade("Ron, the secretary, has a notebook.", SOURCES[1]).support == "paraphrase"
+    assert grade("Ron grows prize-winning leeks in Harrogate.", SOURCES[1]).support == "inference"
+    # A wrong figure is not supported by the sentence with the right one.
+    assert grade("The rent is £55 per year.", SOURCES[0]).support != "verbatim"
+
+
+def test_a_markers_only_sentence_belongs_to_the_one_before() -> None:
+    reading = read("The rent is £48 a year. [1]", SOURCES)
+    assert [c.ref for c in reading.citations] == ["[[Tenancy]]"]
+    assert reading.answer == "The rent is £48 a year. [[Tenancy]]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't know.",
+        "The sources do not say how much it costs.",
+        "There is no information about your blood type in the notes.",
+        "This is not mentioned in the provided sources [1].",
+        "",
+    ],
+)
+def test_declining_is_recognised(text: str) -> None:
+    assert declines(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["The rent is £48 a year [1].", "Graham did not say why, but he paid £1,030 [2]."],
+)
+def test_answers_are_not_mistaken_for_declining(text: str) -> None:
+    assert not declines(text)
+
+
+def test_an_uncited_answer_is_attributed_only_to_a_source_that_holds_it() -> None:
+    reading = read("Ron keeps the waiting list in a red notebook.", SOURCES)
+    assert reading.attributed and [c.ref for c in reading.citations] == ["[[Ron]]"]
+    assert not read("Ron lives in Leeds and likes jazz.", SOURCES).citations
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7])
+def test_streamed_numbers_never_show_raw_whatever_the_chunking(size: int) -> None:
+    text = "The rent is £48 [1]. Ron [2,3] keeps [[Ron]] it [12] well [Source 1]."
+    stream = RefStream(SOURCES)
+    out = [stream.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    out.append(stream.finish())
+    joined = "".join(out)
+    assert joined == (
+        "The rent is £48 [[Tenancy]]. Ron [[Ron]] [[Open day]] keeps [[Ron]] it  well [[Tenancy]]."
+    )
+    assert not any("[1" in piece or "[2" in piece for piece in out)
+
+
+def test_a_lone_bracket_is_released_once_it_cannot_be_a_marker() -> None:
+    stream = RefStream(SOURCES)
+    assert stream.feed("a [") == "a "
+    assert stream.feed("x" * 30) == "[" + "x" * 30
