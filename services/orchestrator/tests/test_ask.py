@@ -160,6 +160,7 @@ async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
     ("reply", "reason"),
     [
         (["It was £5000 [7]."], "uncited"),  # names no source shown
+        (["It was £800 [1] [7] [8]."], "ungrounded"),  # most numbers name nothing shown
         (["I don't know."], "declined"),
         (["The notes do not mention the deposit [1]."], "declined"),
         (["Your cat is called Pixel and likes tuna [2]."], "unsupported"),

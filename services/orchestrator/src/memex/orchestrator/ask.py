@@ -61,7 +61,8 @@ class AskResult:
     latency_ms: float = 0.0
     turn_id: str = ""
     dropped_steps: list[str] = field(default_factory=list)
-    abstain_reason: str = ""  # "", "empty", "declined", "uncited" or "unsupported"
+    # "", "empty", "withheld", "declined", "uncited", "ungrounded" or "unsupported"
+    abstain_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,8 @@ class Asker:
             reason = "declined"
         elif not reading.citations:
             reason = "uncited"
+        elif reading.report.score < self._c.settings.abstain_below:
+            reason = "ungrounded"  # most of the numbers it gave name nothing it was shown
         elif all(c.support == "inference" for c in reading.citations) and (
             reading.support < SUPPORTED_AT
         ):
