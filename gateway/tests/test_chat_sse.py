@@ -3,7 +3,6 @@ an explicit terminal event, errors before and after the first event, and disconn
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,21 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memex.gateway.testing import Gateway, running_gateway
-
-
-def read_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
-    """(event, JSON data) per event, and ("comment", text) per comment line."""
-    event = None
-    for line in lines:
-        if line.startswith(":"):
-            yield "comment", line[1:].strip()
-        elif line.startswith("event: "):
-            event = line[len("event: ") :]
-        elif line.startswith("data: "):
-            assert event is not None, "data without a named event"
-            yield event, json.loads(line[len("data: ") :])
-            event = None
+from memex.gateway.testing import Gateway, read_events, running_gateway
 
 
 def chat(client: httpx.Client, **body: object) -> list[tuple[str, Any]]:

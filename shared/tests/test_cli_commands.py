@@ -35,6 +35,10 @@ CITATIONS = [
     common_pb2.Citation(ref="events:ev-1", support=common_pb2.SUPPORT_PARAPHRASE),
     common_pb2.Citation(ref="[[Journal]]", support=common_pb2.SUPPORT_INFERENCE),
 ]
+ABSTENTION = (
+    "I could not ground an answer to this in your notes, so I won't guess. "
+    "The closest notes were [[Flat Deposit]]."
+)
 
 
 def record(collection: str, fields: dict[str, Any]) -> rpb.Record:
@@ -100,6 +104,28 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         if request.limit < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
         return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
+
+    async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskEvent]:
+        """The same answer, drafted word by word. ``unsure`` drafts an answer the check turns
+        into an abstention, ``old stack`` predates AskStream, ``cut off`` ends without a result."""
+        if request.question == "old stack":
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        if request.limit < 0:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
+        sources = [c.ref for c in CITATIONS]
+        yield opb.AskEvent(started=opb.AskStarted(model="tiny", persona="analyst", sources=sources))
+        if request.question == "unsure":
+            for word in [" Maybe ", "£900, ", "see [[Diary]]."]:
+                yield opb.AskEvent(delta=word)
+            yield opb.AskEvent(result=opb.AskResponse(answer=ABSTENTION, abstained=True,
+                persona="analyst", grounding=opb.GroundingReport(cited=1, dropped=["[[Diary]]"])))  # fmt: skip
+            return
+        for word in ["£1,030 ", "came ", "back."]:
+            yield opb.AskEvent(delta=word)
+        if request.question == "cut off":
+            return
+        reply = await self.Ask(request, context)
+        yield opb.AskEvent(result=reply)
 
     async def Chat(self, request: Any, context: Any) -> AsyncIterator[opb.ChatResponse]:
         self.chats.append(request)
@@ -264,15 +290,14 @@ async def test_every_read_command_says_start_memex_when_it_is_down(
     assert out == ""
 
 
-async def test_chat_on_a_terminal_prompts_and_streams(stack: Any) -> None:
-    env, _, orchestrator = stack
+async def on_terminal(env: dict[str, str], *args: str, typed: bytes = b"") -> tuple[int, str]:
+    """Runs memex with a terminal for stdin, stdout and stderr; its exit code and the screen."""
     master, slave = pty.openpty()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memex.cli", "chat", "--persona", "coach", env=env,
-        stdin=slave, stdout=slave, stderr=slave,
+        sys.executable, "-m", "memex.cli", *args, env=env, stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
-    os.write(master, b"hello\n/exit\n")  # typed ahead; the terminal buffers it
+    os.write(master, typed)  # typed ahead; the terminal buffers it
     chunks: list[bytes] = []
 
     def read_all() -> None:
@@ -287,10 +312,59 @@ async def test_chat_on_a_terminal_prompts_and_streams(stack: Any) -> None:
 
     await asyncio.wait_for(asyncio.to_thread(read_all), 60)
     os.close(master)
-    assert await asyncio.wait_for(process.wait(), 30) == 0
-    screen = b"".join(chunks).decode(errors="replace")
+    code = await asyncio.wait_for(process.wait(), 30)
+    return code, b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+
+
+async def test_chat_on_a_terminal_prompts_and_streams(stack: Any) -> None:
+    env, _, orchestrator = stack
+    code, screen = await on_terminal(env, "chat", "--persona", "coach", typed=b"hello\n/exit\n")
+    assert code == 0
     assert "memex chat (coach)" in screen and "/new" in screen
     assert "you> " in screen
     assert "memex> You said: hello" in screen
     assert "(reading between the lines)" in screen
     assert [c.persona for c in orchestrator.chats] == ["coach"]
+
+
+async def test_ask_on_a_terminal_shows_the_draft_then_what_the_check_changed(stack: Any) -> None:
+    env, _, _ = stack
+    code, screen = await on_terminal(env, "ask", "How much came back?")
+    assert code == 0
+    assert screen.count("£1,030 came back.") == 1  # the draft stood: not printed twice
+    assert "could not check" not in screen and "checked against" not in screen
+    assert '[1] [[Flat Deposit]] (verbatim) "£1,030"' in screen
+    code, screen = await on_terminal(env, "ask", "unsure")
+    assert code == 0
+    _, _, checked = screen.partition("Maybe £900, see [[Diary]].\n")
+    assert checked, screen
+    assert checked.startswith(
+        "\n— memex could not check that against your notes:\n" + ABSTENTION + "\n"
+    ), checked
+    assert "dropped from the draft, naming nothing memex showed the model: [[Diary]]" in checked
+    assert "abstained" in checked
+    code, screen = await on_terminal(env, "ask", "cut off")
+    assert code == 1
+    assert "£1,030 came back.\n" in screen and "unfinished draft" in screen
+    assert "the answer ended before it was finished" in screen
+
+
+async def test_ask_piped_prints_only_the_checked_answer(stack: Any) -> None:
+    env, _, _ = stack
+    code, out, err = await memex(env, "ask", "unsure")
+    assert code == 0
+    assert out == ABSTENTION + "\n"  # no draft, no notes on it: what a script should read
+    assert "abstained" in err
+    code, out, _ = await memex(env, "ask", "unsure", "--json")
+    reply = json.loads(out)
+    assert reply["answer"] == ABSTENTION and reply["abstained"] is True
+    code, out, _ = await memex(env, "ask", "How much came back?")
+    assert out.startswith("£1,030 came back.\n\nSources:\n")
+
+
+async def test_ask_falls_back_to_the_one_shot_call_on_an_older_stack(stack: Any) -> None:
+    env, _, _ = stack
+    code, out, _ = await memex(env, "ask", "old stack")
+    assert code == 0 and out.startswith("£1,030 came back.")
+    code, _, err = await memex(env, "ask", "cut off")
+    assert code == 1 and "the answer ended before it was finished" in err

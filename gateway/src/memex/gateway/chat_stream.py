@@ -1,16 +1,18 @@
-"""One streamed chat reply from the orchestrator, as (event name, payload model) pairs.
+"""A streamed reply from the orchestrator (a chat reply, or a streamed ask), as (event name,
+payload model) pairs.
 
-``open_chat`` waits for the first event before anything is sent to the client, so a failure
+``open_stream`` waits for the first event before anything is sent to the client, so a failure
 before it (bad input, unknown conversation, a service down) becomes a plain HTTP error. After
-that, failures arrive as an ``error`` event, and the stream always ends with ``done`` or
-``error``. Closing the iterator (the client went away) cancels the gRPC call, which cancels the
-orchestrator's call to the reasoner, which stops generating.
+that, failures arrive as an ``error`` event, and the stream always ends with its terminal event
+(chat: ``done``; ask: ``result``) or ``error``. Closing the iterator (the client went away)
+cancels the gRPC call, which cancels the orchestrator's call to the reasoner, which stops
+generating.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -22,7 +24,8 @@ from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 log = logging.getLogger(__name__)
 
-ChatEvent = tuple[str, BaseModel]
+Event = tuple[str, BaseModel]
+ChatEvent = Event
 
 
 def status_code(name: str) -> grpc.StatusCode:
@@ -33,7 +36,7 @@ def status_code(name: str) -> grpc.StatusCode:
         return grpc.StatusCode.UNKNOWN
 
 
-def to_event(message: opb.ChatResponse) -> ChatEvent:
+def to_event(message: opb.ChatResponse) -> Event:
     """A proto chat event as the API's named event."""
     kind = message.WhichOneof("event")
     if kind == "meta":
@@ -60,31 +63,55 @@ def to_event(message: opb.ChatResponse) -> ChatEvent:
     return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
-class ChatStream:
-    """An open Chat call whose first event has arrived."""
+def ask_event(message: opb.AskEvent) -> Event:
+    """A proto ask event as the API's named event."""
+    kind = message.WhichOneof("event")
+    if kind == "started":
+        s = message.started
+        return "started", models.AskStarted(
+            model=s.model, persona=s.persona, sources=list(s.sources)
+        )
+    if kind == "delta":
+        return "delta", models.ChatDelta(text=message.delta)
+    if kind == "result":
+        return "result", convert.ask(message.result)
+    return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
-    def __init__(self, call: Any, first: ChatEvent) -> None:
+
+class EventStream:
+    """An open streaming call whose first event has arrived."""
+
+    def __init__(
+        self,
+        call: Any,
+        first: Event,
+        convert_event: Callable[[Any], Event],
+        terminal: frozenset[str],
+    ) -> None:
         self._call = call
         self._first = first
+        self._convert = convert_event
+        self._terminal = terminal | {"error"}
         self._ended = False
 
     @property
-    def first(self) -> ChatEvent:
-        """The first event (``meta`` from a healthy orchestrator)."""
+    def first(self) -> Event:
+        """The first event (``meta`` or ``started`` from a healthy orchestrator)."""
         return self._first
 
     def cancel(self) -> None:
         """Cancels the call if it still runs (idempotent)."""
         if not self._call.done():
             if not self._ended:
-                log.info("the reply was abandoned (client gone or shutdown); cancelling the chat")
+                log.info("the reply was abandoned (client gone or shutdown); cancelling the call")
             self._call.cancel()
 
-    async def events(self) -> AsyncIterator[ChatEvent]:
-        """Every event, the first included; ends after ``done`` or ``error``."""
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event, the first included; ends after the terminal event or ``error``."""
         try:
             yield self._first
-            while True:
+            self._ended = self._first[0] in self._terminal
+            while not self._ended:
                 try:
                     message = await self._call.read()
                 except grpc.aio.AioRpcError as exc:
@@ -93,6 +120,7 @@ class ChatStream:
                     yield "error", models.ChatError(code=failure.code.name, message=failure.message)
                     return
                 if message is grpc.aio.EOF:
+                    self._ended = True
                     yield (
                         "error",
                         models.ChatError(
@@ -100,20 +128,23 @@ class ChatStream:
                         ),
                     )
                     return
-                event = to_event(message)
-                self._ended = event[0] in ("done", "error")
+                event = self._convert(message)
+                self._ended = event[0] in self._terminal
                 yield event
-                if self._ended:
-                    return
         finally:
             # Whatever ended us (the client left, a server shutdown, the end), the call must not
             # outlive the response: cancelling it is what stops the model.
             self.cancel()
 
 
-async def open_chat(orchestrator: Any, request: opb.ChatRequest, timeout: float) -> ChatStream:
-    """Starts a chat and waits for its first event; raises ApiError for a failure before it."""
-    call = orchestrator.Chat(request, timeout=timeout)
+ChatStream = EventStream
+
+
+async def open_stream(
+    call: Any, convert_event: Callable[[Any], Event], terminal: frozenset[str]
+) -> EventStream:
+    """Waits for ``call``'s first event; raises ApiError for a failure before it (and cancels
+    the call when the wait itself is cancelled)."""
     try:
         message = await call.read()
     except grpc.aio.AioRpcError as exc:
@@ -122,10 +153,22 @@ async def open_chat(orchestrator: Any, request: opb.ChatRequest, timeout: float)
         call.cancel()
         raise
     if message is grpc.aio.EOF:
-        raise ApiError(grpc.StatusCode.INTERNAL, "the orchestrator ended the chat without a reply")
-    first = to_event(message)
+        raise ApiError(grpc.StatusCode.INTERNAL, "the orchestrator ended without a reply")
+    first = convert_event(message)
     if first[0] == "error":
         call.cancel()
         assert isinstance(first[1], models.ChatError)
         raise ApiError(status_code(first[1].code), first[1].message)
-    return ChatStream(call, first)
+    return EventStream(call, first, convert_event, terminal)
+
+
+async def open_chat(orchestrator: Any, request: opb.ChatRequest, timeout: float) -> EventStream:
+    """Starts a chat and waits for its first event; raises ApiError for a failure before it."""
+    call = orchestrator.Chat(request, timeout=timeout)
+    return await open_stream(call, to_event, frozenset({"done"}))
+
+
+async def open_ask(call: Any) -> EventStream:
+    """Waits for a started AskStream ``call``'s first event (``started``); raises ApiError for
+    a failure before it."""
+    return await open_stream(call, ask_event, frozenset({"result"}))

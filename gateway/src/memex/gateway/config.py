@@ -58,7 +58,9 @@ class GatewaySettings(BaseSettings):
         15.0, gt=0, description="Keep-alive comment interval on an idle event stream."
     )
     request_timeout_seconds: float = Field(
-        300.0, gt=0, description="Deadline of a JSON call to a service (ask included)."
+        300.0,
+        gt=0,
+        description="Deadline of a JSON call to a service, and of an ask, streamed or not.",
     )
     chat_timeout_seconds: float = Field(
         600.0, gt=0, description="Deadline of a whole streamed chat reply."

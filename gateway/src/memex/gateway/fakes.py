@@ -43,15 +43,55 @@ ITEM = rpb.RetrievedItem(
     score=0.5,
 )
 REPLY = ["Graham returned ", "£1,030 ", "of the deposit."]
+ANSWER_DRAFT = ["Graham returned ", "£1,030", "."]
+LOGGED_ASKS = [
+    pb.LoggedAsk(
+        turn_id="turn-ask-2",
+        question="How much did Graham return?",
+        persona="analyst",
+        model="fake",
+        prompt_version="v1",
+        answer="Graham returned £1,030.",
+        cited_refs=["[[Flat lease]]"],
+        latency_ms=12.5,
+        created_at=STAMP,
+    ),
+    pb.LoggedAsk(
+        turn_id="turn-ask-1",
+        question="Where is the spare key?",
+        persona="analyst",
+        model="fake",
+        prompt_version="v1",
+        answer="I could not ground an answer to this in your notes, so I won't guess.",
+        abstained=True,
+        latency_ms=9.0,
+        created_at=STAMP,
+    ),
+]
+
+
+def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
+    return pb.AskResponse(
+        answer="".join(ANSWER_DRAFT),
+        citations=[CITATION],
+        persona=request.persona or "analyst",
+        grounding=pb.GroundingReport(cited=1, grounded=1, score=1.0),
+        stages=["plan", "retrieve", "synthesize", "ground_check"],
+        model="fake",
+        latency_ms=12.5,
+        turn_id="turn-ask",
+    )
 
 
 class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
 
     Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
-    waits until cancelled (setting ``ask_cancelled``). A chat message ``fail before`` is refused
-    before the first event, ``fail after`` fails mid-stream, ``slow`` streams until cancelled
-    (setting ``cancelled``), ``idle`` waits a second before replying.
+    waits until cancelled (setting ``ask_cancelled``), before any event when streamed. A
+    streamed ask also takes ``fail after`` (started, a word, then UNAVAILABLE) and ``slow words``
+    (started, then words until cancelled, setting ``ask_cancelled``). A chat message ``fail
+    before`` is refused before the first event, ``fail after`` fails mid-stream, ``slow`` streams
+    until cancelled (setting ``cancelled``), ``idle`` waits a second before replying.
     """
 
     def __init__(self) -> None:
@@ -73,7 +113,8 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             if key == "x-request-id":
                 self.request_ids.append(str(value))
 
-    async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
+    async def _ask_magic(self, request: pb.AskRequest, context: Context) -> None:
+        """What Ask and AskStream do before their first word."""
         self._note_request_id(context)
         if request.question.startswith("status:"):
             await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
@@ -83,16 +124,38 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             except asyncio.CancelledError:
                 self.ask_cancelled.set()
                 raise
-        return pb.AskResponse(
-            answer="Graham returned £1,030.",
-            citations=[CITATION],
-            persona=request.persona or "analyst",
-            grounding=pb.GroundingReport(cited=1, grounded=1, score=1.0),
-            stages=["plan", "retrieve", "synthesize", "ground_check"],
-            model="fake",
-            latency_ms=12.5,
-            turn_id="turn-ask",
+
+    async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
+        await self._ask_magic(request, context)
+        return _ask_response(request)
+
+    async def AskStream(
+        self, request: pb.AskRequest, context: Context
+    ) -> AsyncIterator[pb.AskEvent]:
+        await self._ask_magic(request, context)
+        persona = request.persona or "analyst"
+        yield pb.AskEvent(
+            started=pb.AskStarted(model="fake", persona=persona, sources=[CITATION.ref])
         )
+        if request.question == "fail after":
+            yield pb.AskEvent(delta="Half a ")
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "reasoner gone")
+        if request.question == "slow words":
+            try:
+                for n in range(100_000):
+                    yield pb.AskEvent(delta=f"{n} ")
+                    await asyncio.sleep(0.02)
+            except asyncio.CancelledError:
+                self.ask_cancelled.set()
+                raise
+        for piece in ANSWER_DRAFT:
+            yield pb.AskEvent(delta=piece)
+        yield pb.AskEvent(result=_ask_response(request))
+
+    async def ListLoggedAsks(
+        self, request: pb.ListLoggedAsksRequest, context: Context
+    ) -> pb.ListLoggedAsksResponse:
+        return pb.ListLoggedAsksResponse(asks=LOGGED_ASKS[: request.limit or None])
 
     async def Chat(
         self, request: pb.ChatRequest, context: Context

@@ -121,6 +121,11 @@ class AskRequest(Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     persona: str = Field("", max_length=64, description="Empty: analyst.")
     limit: Int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
+    stream: bool = Field(
+        False,
+        description="true: server-sent events (started, delta..., result) instead of one JSON "
+        "answer, so the first words show while the model writes.",
+    )
 
 
 class Grounding(BaseModel):
@@ -145,6 +150,16 @@ class AskResponse(BaseModel):
     turn_id: str
 
 
+class AskStarted(BaseModel):
+    """`event: started`, first event of a streamed ask: the sources are chosen."""
+
+    model: str
+    persona: str
+    sources: list[str] = Field(
+        description='Refs of the sources briefed to the model, e.g. "[[Flat Deposit]]".'
+    )
+
+
 class ChatRequest(Strict):
     message: str = Field(min_length=1, max_length=MAX_TEXT)
     conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")
@@ -160,7 +175,8 @@ class ChatMeta(BaseModel):
 
 
 class ChatDelta(BaseModel):
-    """`event: delta`, many: the next piece of the reply."""
+    """`event: delta`, many: the next piece of the reply (of a streamed ask: of the unchecked
+    draft)."""
 
     text: str
 
@@ -181,7 +197,7 @@ class ChatDone(BaseModel):
 
 
 class ChatError(BaseModel):
-    """`event: error`, terminal, in place of the rest of the stream."""
+    """`event: error`, terminal, in place of the rest of a stream (chat or ask)."""
 
     code: str
     message: str

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -118,3 +119,18 @@ def running_gateway(tmp: Path, **overrides: Any) -> Iterator[Gateway]:
     finally:
         gateway._stop()
         thread.join(30)
+
+
+def read_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
+    """A server-sent event stream's lines as (event, JSON data) per event, and ("comment", text)
+    per comment line."""
+    event = None
+    for line in lines:
+        if line.startswith(":"):
+            yield "comment", line[1:].strip()
+        elif line.startswith("event: "):
+            event = line[len("event: ") :]
+        elif line.startswith("data: "):
+            assert event is not None, "data without a named event"
+            yield event, json.loads(line[len("data: ") :])
+            event = None

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+import grpc
+
 from memex.cli import rpc
-from memex.cli.progress import ticking
+from memex.cli.progress import Spinner
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.errors import MemexError
 from memex.shared.stack import StackSettings
 
 # Kept for importers; the one definition is in rpc.
@@ -26,6 +30,9 @@ SUPPORT_LABELS = {
     common_pb2.SUPPORT_PARAPHRASE: "paraphrase",
     common_pb2.SUPPORT_INFERENCE: "reading between the lines",
 }
+ABSTAINED = "— memex could not check that against your notes:"
+REVISED = "— checked against your notes, the answer reads:"
+UNFINISHED = "— (an unfinished draft, not checked against your notes)"
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
@@ -45,20 +52,89 @@ def run(settings: StackSettings, work: Callable[[Stub], Awaitable[T]]) -> T | in
     return rpc.call(settings.orchestrator_addr, orchestrator_pb2_grpc.OrchestratorServiceStub, work)
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A streamed ask's checked answer, and the draft printed while the model wrote it."""
+
+    reply: pb.AskResponse
+    draft: str
+
+
+async def stream_ask(stub: Stub, request: pb.AskRequest, *, live: bool, spin: bool) -> Asked:
+    """Asks over AskStream, with a spinner (``spin``) until the first words; with ``live``, prints
+    the draft as the model writes it. Returns the checked answer and the draft shown."""
+    spinner = Spinner("thinking", spin)
+    spinner.start()
+    shown, reply = "", None
+    try:
+        try:
+            async for event in stub.AskStream(request):
+                kind = event.WhichOneof("event")
+                if kind == "started" and event.started.sources:
+                    spinner.label = f"writing from {len(event.started.sources)} sources"
+                elif kind == "delta" and live:
+                    text = event.delta if shown else event.delta.lstrip()
+                    if text:
+                        await spinner.stop()
+                        shown += text
+                        print(text, end="", flush=True)
+                elif kind == "result":
+                    reply = event.result
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED or shown:
+                raise
+            # A stack started before AskStream existed: the one-shot Ask answers the same.
+            reply = await stub.Ask(request)
+    finally:
+        await spinner.stop()
+        if shown and reply is None:  # failed or interrupted mid-draft: say what was on screen
+            print()
+            print(UNFINISHED, file=sys.stderr)
+    if reply is None:
+        raise MemexError("the answer ended before it was finished; try again")
+    return Asked(reply, shown)
+
+
+def _same(a: str, b: str) -> bool:
+    return a.split() == b.split()
+
+
+def settle_draft(draft: str, reply: pb.AskResponse) -> None:
+    """After a draft was printed: ends its line, and shows the checked answer where it differs
+    (an abstention, a revision, a note on withheld items)."""
+    answer = reply.answer
+    if _same(draft, answer):
+        print()
+    elif not reply.abstained and answer.startswith(draft.rstrip()):
+        print(answer[len(draft.rstrip()) :])  # the draft stands; something was added to it
+    else:
+        ending = "" if draft.endswith("\n") else "\n"
+        print(f"{ending}\n{ABSTAINED if reply.abstained else REVISED}\n{answer}")
+    if reply.grounding.dropped:
+        dropped = ", ".join(reply.grounding.dropped)
+        print(f"— dropped from the draft, naming nothing memex showed the model: {dropped}")
+
+
 def ask(args: argparse.Namespace, settings: StackSettings) -> int:
-    """One cited answer."""
+    """One cited answer, streamed: on a terminal the draft shows as the model writes it, then the
+    checked answer where it differs; elsewhere (and with --json) only the checked answer."""
     if not args.question.strip():
         print("error: ask a question, e.g. memex ask 'when did I move?'", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
     request = pb.AskRequest(question=args.question, persona=args.persona, limit=args.limit)
-    show = sys.stderr.isatty() and not args.json
-    reply = run(settings, lambda stub: ticking("thinking", stub.Ask(request), show))
-    if isinstance(reply, int):
-        return reply
+    live = sys.stdout.isatty() and not args.json
+    spin = sys.stderr.isatty() and not args.json
+    asked = run(settings, lambda stub: stream_ask(stub, request, live=live, spin=spin))
+    if isinstance(asked, int):
+        return asked
+    reply = asked.reply
     if args.json:
         rpc.dump(reply)
         return rpc.EXIT_OK
-    print(reply.answer)
+    if asked.draft:
+        settle_draft(asked.draft, reply)
+    else:
+        print(reply.answer)
     if reply.opinion:
         print(f"\nOpinion (not from your notes): {reply.opinion}")
     if reply.citations:

@@ -5,28 +5,59 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from memex.gateway import convert, models
+from memex.gateway.chat_stream import open_ask
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
+from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.retrieval.v1 import retrieval_pb2 as rpb
 
 router = APIRouter(prefix="/v1", tags=["ask"], dependencies=[Depends(caller)], responses=ERRORS)
 
+ANSWER_DOC = """The checked answer as JSON; with `"stream": true`, server-sent events instead, each
+`event: <name>` with one JSON object as `data`: `started` {model, persona, sources} (first), many
+`delta` {text} (the draft answer as the model writes it, not yet checked), then `result`
+(terminal: the same object as the JSON answer, which can differ from the draft, e.g. an
+abstention); or `error` {code, message} (terminal) in place of the rest after a failure. `: ping`
+comment lines keep an idle stream open. A failure before the first event is an ordinary JSON
+error response. Closing the connection cancels the ask (the model stops generating)."""
+ASK_EVENT = sse_schema(["started", "delta", "result", "error"])
 
-@router.post("/ask", response_model=models.AskResponse, summary="A cited answer from memory")
+
+@router.post(
+    "/ask",
+    response_model=models.AskResponse,
+    summary="A cited answer from memory (optionally streamed as server-sent events)",
+    responses={
+        200: {
+            "description": ANSWER_DOC,
+            "content": {"text/event-stream": {"schema": ASK_EVENT}},
+        }
+    },
+)
 async def ask(
     c: ClientsDep,
     s: SettingsDep,
     body: models.AskRequest,
     request: Request,
-) -> models.AskResponse:
+) -> models.AskResponse | StreamResponse:
     """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation."""
-    call = c.orchestrator.Ask(
-        opb.AskRequest(
-            tenant=s.tenant, question=body.question, persona=body.persona, limit=body.limit
-        )
+    question = opb.AskRequest(
+        tenant=s.tenant, question=body.question, persona=body.persona, limit=body.limit
     )
+    if body.stream:
+        streaming = c.orchestrator.AskStream(question, timeout=s.request_timeout_seconds)
+        # Retrieval runs before the first event: a client gone by then cancels the ask too.
+        stream = await unless_disconnected(request, open_ask(streaming), streaming.cancel)
+        return StreamResponse(
+            sse_events(stream, "/v1/ask"),
+            stream.cancel,
+            ping=s.sse_ping_seconds,
+            ping_message_factory=ping,
+            sep="\n",
+        )
+    call = c.orchestrator.Ask(question)
     reply = await unless_disconnected(request, call, call.cancel)
     return convert.ask(reply)
 

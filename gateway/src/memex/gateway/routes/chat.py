@@ -10,7 +10,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from memex.gateway import metrics, models
-from memex.gateway.chat_stream import ChatStream, open_chat
+from memex.gateway.chat_stream import EventStream, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
@@ -60,8 +60,8 @@ def ping() -> ServerSentEvent:
     return ServerSentEvent(comment="ping")
 
 
-async def sse_events(stream: ChatStream, route: str) -> AsyncIterator[ServerSentEvent]:
-    """The chat's events as SSE frames, counted as an open stream while they last."""
+async def sse_events(stream: EventStream, route: str) -> AsyncIterator[ServerSentEvent]:
+    """The stream's events as SSE frames, counted as an open stream while they last."""
     gauge = metrics.OPEN_STREAMS.labels(route)
     gauge.inc()
     try:
