@@ -206,6 +206,11 @@ async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path)
         ("entities:dana", 1),
     ]
     assert context.store.query("SELECT COUNT(*) FROM conversations")[0][0] == 0  # no conversation
+    [logged] = context.store.list_logged_asks("me", 10)  # what eval --replay asks again
+    assert (logged.answer, logged.cited_refs) == (
+        result.answer,
+        ["[[Flat lease]]", "entities:dana"],
+    )
 
 
 async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path) -> None:

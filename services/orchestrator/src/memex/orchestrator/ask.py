@@ -227,6 +227,7 @@ class Asker:
             grounding=result.grounding.score,
             abstained=result.abstained,
             dropped_steps=result.dropped_steps,
+            answer=result.answer,
         )
         yield Finished(result)
 
