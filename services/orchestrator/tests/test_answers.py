@@ -119,3 +119,13 @@ def test_a_lone_bracket_is_released_once_it_cannot_be_a_marker() -> None:
     stream = RefStream(SOURCES)
     assert stream.feed("a [") == "a "
     assert stream.feed("x" * 30) == "[" + "x" * 30
+
+
+def test_a_closing_number_vouches_for_the_uncited_sentences_before_it() -> None:
+    text = "Rent is £48 per year. It is due 1 January. [1] Ron keeps the list [2]."
+    reading = read(text, SOURCES)
+    assert [c.ref for c in reading.citations] == ["[[Tenancy]]", "[[Ron]]"]
+    assert reading.citations[0].support == "verbatim"  # "£48 per year" is in [1]
+    assert reading.answer == (
+        "Rent is £48 per year. It is due 1 January. [[Tenancy]] Ron keeps the list [[Ron]]."
+    )

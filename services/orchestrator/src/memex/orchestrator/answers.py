@@ -158,6 +158,22 @@ def grade(claim: str, source: Source) -> _Grade:
 _RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
 
 
+_LEADING_MARKERS = re.compile(rf"(?:\s*(?:{MARKER.pattern}))+", re.IGNORECASE)
+
+
+def _pieces(text: str) -> list[str]:
+    """The answer's sentences, with numbers that open a sentence ("... January. [1] Ron")
+    split off into a piece of their own: they close the sentence before."""
+    out: list[str] = []
+    for part in segments(text):
+        leading = _LEADING_MARKERS.match(part.text)
+        if leading and 0 < leading.end() < len(part.text):
+            out += [part.text[: leading.end()], part.text[leading.end() :]]
+        else:
+            out.append(part.text)
+    return out
+
+
 def _claims(
     text: str, sources: Sequence[Source]
 ) -> tuple[list[tuple[str, list[Source]]], list[str]]:
@@ -165,17 +181,28 @@ def _claims(
     markers ("[1][2]") belongs to the sentence before it."""
     claims: list[tuple[str, list[Source]]] = []
     dropped: list[str] = []
-    for part in segments(text):
+    uncited = 0  # sentences just before this one that named no source
+    for piece in _pieces(text):
         named: list[Source] = []
-        for match in MARKER.finditer(part.text):
+        for match in MARKER.finditer(piece):
             found, missing = _cited(match, sources)
             named.extend(found)
             dropped.extend(missing)
-        claim = MARKER.sub(" ", part.text).strip()
+        claim = MARKER.sub(" ", piece).strip()
+        # A number vouches for its sentence and for the uncited sentences right before it
+        # ("... due in January. Paid in cash. [2]"); numbers alone ("[1][2]") belong to the
+        # sentences before them.
         if not terms(claim) and claims:
-            claims[-1][1].extend(named)
+            targets = claims[len(claims) - max(uncited, 1) :]
         else:
-            claims.append((claim, named))
+            claims.append((claim, []))
+            targets = claims[len(claims) - 1 - uncited :]
+        if named:
+            for _, cited in targets:
+                cited.extend(named)
+            uncited = 0
+        elif terms(claim):
+            uncited += 1
     return claims, dropped
 
 
