@@ -94,6 +94,13 @@ class ReasonerSettings(ServiceSettings):
     n_gpu_layers: int = Field(
         0, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
     )
+    prompt_cache_bytes: int = Field(
+        64 * 2**20,
+        ge=0,
+        description="Memory for saved KV states of prompts' system messages, restored when "
+        "prompts with different system messages alternate (an ask after a chat) instead of "
+        "evaluating them again; least recently used dropped first; 0 turns it off (llama_cpp).",
+    )
 
     # openai engine.
     openai_base_url: str = Field(

@@ -37,6 +37,7 @@ async def open_engine(settings: ReasonerSettings) -> AsyncIterator[Engine]:
             n_batch=settings.n_batch,
             n_gpu_layers=settings.n_gpu_layers,
             model_name=settings.reported_model,
+            prompt_cache_bytes=settings.prompt_cache_bytes,
         )
         try:
             yield llama
