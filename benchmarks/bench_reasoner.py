@@ -32,7 +32,7 @@ from typing import Any
 import grpc
 import openai
 
-from memex.reasoner.config import ReasonerSettings, default_model_path
+from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.engine import ChatMessage, Finished, GenerationRequest, Sampling
 from memex.reasoner.llama_engine import LlamaCppEngine
 from memex.reasoner.testing import openai_server, served, user
@@ -235,7 +235,7 @@ async def main() -> int:
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--contexts", type=int, default=2, help="service max_active for part 2")
     args = parser.parse_args()
-    model = default_model_path()
+    model = ReasonerSettings().gguf_path  # MEMEX_REASONER_MODEL picks a catalogue model
     if not model.is_file():
         print(f"{model} is missing: run `make models`")
         return 1

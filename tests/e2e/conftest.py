@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
+from memex.reasoner.catalogue import TEST_MODEL
 from memex.shared.testing import private_stack_env, require
 
 
@@ -21,8 +22,11 @@ def model_dir() -> Path:
 
 @pytest.fixture
 def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
-    """Environment for a private stack: its own data dir and free ports."""
-    return private_stack_env(tmp_path / "data", MEMEX_START_TIMEOUT_SECONDS="180")
+    """Environment for a private stack: its own data dir and free ports, and the tiny reasoner
+    model whatever the default is (these tests need a model that talks, fast)."""
+    return private_stack_env(
+        tmp_path / "data", MEMEX_START_TIMEOUT_SECONDS="180", MEMEX_REASONER_MODEL=TEST_MODEL
+    )
 
 
 @pytest.fixture

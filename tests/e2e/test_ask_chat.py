@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -34,7 +34,7 @@ def run(
 def test_index_ask_chat_and_forget_on_the_real_stack(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     vault = tmp_path / "vault"
     vault.mkdir()
     for name, text in NOTES.items():

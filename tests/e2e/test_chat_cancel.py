@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.health import check
 from memex.shared.testing import require
 
@@ -54,7 +54,7 @@ async def next_reply(call: Any) -> pb.ChatResponse:
 async def test_a_chat_cancelled_after_its_first_delta_stops_the_model(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Allotment.md").write_text(

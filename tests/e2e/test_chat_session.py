@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -26,7 +26,7 @@ LABEL = re.compile(r"^  \[\d+\] (\[\[.+\]\]|\S+:\S+) \((verbatim|paraphrase|read
 def test_an_interactive_chat_session(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     vault = tmp_path / "vault"
     vault.mkdir()
     for name, text in NOTES.items():

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -54,7 +54,7 @@ def metric(url: str, name: str, **labels: str) -> float:
 
 
 def start(memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     vault = tmp_path / "vault"
     vault.mkdir()
     for name, text in NOTES.items():

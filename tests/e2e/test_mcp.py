@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e]
@@ -64,7 +64,7 @@ def test_mcp_tools_without_a_stack_say_start_it(stack_env: dict[str, str]) -> No
 def test_every_mcp_tool_on_the_real_stack(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     vault = small_vault(tmp_path)
     up = subprocess.run([*memex_cli, "up"], env=stack_env, capture_output=True, text=True)
     assert up.returncode == 0, up.stdout + up.stderr

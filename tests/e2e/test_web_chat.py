@@ -21,7 +21,7 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import REPO_ROOT, require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -72,7 +72,7 @@ def memex(command: list[str], env: dict[str, str], *args: str) -> str:
 @pytest.fixture
 def gateway_url(memex_cli: list[str], stack_env: dict[str, str]) -> str:
     """The running stack's gateway over the indexed demo vault, with a chat worker."""
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     memex(memex_cli, stack_env, "up")
     memex(memex_cli, stack_env, "index", str(REPO_ROOT / "demo" / "vault"))
     state = json.loads(Path(stack_env["MEMEX_DATA_DIR"], "run", "stack.json").read_text())

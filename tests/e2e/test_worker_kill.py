@@ -19,7 +19,7 @@ import pytest
 
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -77,7 +77,7 @@ def foreground_worker(memex_cli: list[str], env: dict[str, str]) -> str:
 async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exactly_once(
     memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    require(default_model_path(), "run `make models`")
+    require(tiny_model_path(), "run `make models`")
     # A short poll so the turn is claimed at once; the rest is the stack as `memex up` runs it.
     env = {**stack_env, "MEMEX_ORCHESTRATOR_WORKER_POLL_SECONDS": "0.1"}
     vault = tmp_path / "vault"

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from memex.reasoner.config import default_model_path
+from memex.reasoner.catalogue import tiny_model_path
 from memex.reasoner.testing import openai_server
 from memex.shared.testing import require
 
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    """The default model as `make models` prepares it."""
-    return require(default_model_path(), "run `make models`")
+    """The tests' tiny model (SmolLM2-135M) as `make models` prepares it."""
+    return require(tiny_model_path(), "run `make models`")
 
 
 @pytest.fixture(scope="session")
 def llama_server(model_path: Path) -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server with the default model: its /v1 URL."""
+    """llama-cpp-python's OpenAI-compatible server with the tests' model: its /v1 URL."""
     with openai_server(model_path) as base_url:
         yield base_url

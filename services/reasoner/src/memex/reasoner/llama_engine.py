@@ -38,6 +38,8 @@ from memex.reasoner.engine import (
     GenerationRequest,
 )
 from memex.reasoner.errors import ModelNotPrepared, PromptTooLong
+from memex.reasoner.metrics import PREFILL_TOKENS, PROMPT_CACHE_HITS, PROMPT_CACHE_TOKENS
+from memex.reasoner.prompt_cache import PrefixStates, restore_sequence, save_sequence
 from memex.reasoner.text import StopMatcher
 from memex.shared.errors import InvalidArgument
 
@@ -75,6 +77,7 @@ class LlamaCppEngine:
         n_batch: int = 256,
         n_gpu_layers: int = 0,
         model_name: str = "",
+        prompt_cache_bytes: int = 0,
     ) -> None:
         """Loads the model (blocking: call it from a worker thread)."""
         if not model_path.is_file():
@@ -100,6 +103,7 @@ class LlamaCppEngine:
         self._n_batch = n_batch
         first = self._llamas[0]
         self._formatter = _chat_formatter(first)
+        self._prefix_formatter = _chat_formatter(first, add_generation_prompt=False)
         name = model_name or model_path.name
         self.info = EngineInfo(
             engine=ENGINE_NAME,
@@ -108,6 +112,17 @@ class LlamaCppEngine:
             local=True,
             aliases=(name, model_path.name, model_path.stem),
         )
+        self.prompt_cache = PrefixStates(prompt_cache_bytes)
+        self.prompt_cache_hits = 0
+        """Prompts whose prefix was restored from the prompt cache."""
+        self.prompt_cache_tokens = 0
+        """Prompt tokens restored from the prompt cache rather than evaluated."""
+        self.prefilled_tokens = 0
+        """Prompt tokens evaluated (neither in the KV cache already nor restored)."""
+        self._counters = threading.Lock()
+        self._hits = PROMPT_CACHE_HITS.labels(ENGINE_NAME, name)
+        self._reused = PROMPT_CACHE_TOKENS.labels(ENGINE_NAME, name)
+        self._prefilled = PREFILL_TOKENS.labels(ENGINE_NAME, name)
         log.info(
             "loaded %s: %d context(s) of %d tokens, %d thread(s) each",
             model_path,
@@ -124,7 +139,7 @@ class LlamaCppEngine:
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         """Prompt tokens the chat template makes of ``messages`` (for tests and benchmarks)."""
-        return len(self._prompt_tokens(self._llamas[0], messages))
+        return len(self._prompt_tokens(self._llamas[0], messages)[0])
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Event, None]:
         """Streams the reply; closing the stream stops the worker before it returns."""
@@ -175,14 +190,14 @@ class LlamaCppEngine:
         self, llm: llama_cpp.Llama, request: GenerationRequest, stop: threading.Event, emit: Emit
     ) -> Finished:
         sampling = request.sampling
-        tokens = self._prompt_tokens(llm, request.messages)
+        tokens, system_end = self._prompt_tokens(llm, request.messages)
         n_ctx = llm.n_ctx()
         room = n_ctx - len(tokens)
         if room <= 0 or (sampling.max_tokens_requested and sampling.max_tokens > room):
             raise PromptTooLong(len(tokens), sampling.max_tokens, n_ctx)
         max_tokens = min(sampling.max_tokens, room)
         grammar = self._grammar(llm, request.json_schema)
-        if not self._prefill(llm, tokens, stop):
+        if not self._prefill(llm, tokens, system_end, stop):
             return Finished("cancelled", len(tokens), 0)
 
         seed = sampling.seed if sampling.seed is not None else random.getrandbits(31)
@@ -223,18 +238,29 @@ class LlamaCppEngine:
             emit(Delta(tail))
         return Finished(finish, len(tokens), produced)
 
-    def _prompt_tokens(self, llm: llama_cpp.Llama, messages: Sequence[ChatMessage]) -> list[int]:
-        formatted = self._formatter(
-            messages=[{"role": m.role, "content": m.content} for m in messages]  # type: ignore[misc]
-        )
-        return list(
-            llm.tokenize(
-                formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-            )
-        )
+    def _prompt_tokens(
+        self, llm: llama_cpp.Llama, messages: Sequence[ChatMessage]
+    ) -> tuple[list[int], int]:
+        """The prompt's tokens, and how many of them make its leading system message (0 if it
+        has none, or when the template does not render it as a prefix of the whole)."""
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        formatted = self._formatter(messages=chat)  # type: ignore[arg-type]
+        add_bos = not formatted.added_special
+        tokens = list(llm.tokenize(formatted.prompt.encode("utf-8"), add_bos=add_bos, special=True))
+        if not self.prompt_cache.capacity or not messages or messages[0].role != "system":
+            return tokens, 0
+        system = self._prefix_formatter(messages=chat[:1]).prompt  # type: ignore[arg-type]
+        if not formatted.prompt.startswith(system):
+            return tokens, 0
+        prefix = llm.tokenize(system.encode("utf-8"), add_bos=add_bos, special=True)
+        return tokens, (len(prefix) if tokens[: len(prefix)] == list(prefix) else 0)
 
-    def _prefill(self, llm: llama_cpp.Llama, tokens: list[int], stop: threading.Event) -> bool:
-        """Evaluates the prompt one batch at a time, keeping what the KV cache already holds.
+    def _prefill(
+        self, llm: llama_cpp.Llama, tokens: list[int], system_end: int, stop: threading.Event
+    ) -> bool:
+        """Evaluates the prompt one batch at a time, keeping what the KV cache already holds or,
+        when longer, restoring a saved state of the prompt's start; saves the state after the
+        system message (``system_end`` tokens) when it is evaluated and not saved yet.
 
         Returns False when stopped first. Afterwards ``generate`` finds the prompt cached and
         samples straight away.
@@ -247,11 +273,39 @@ class LlamaCppEngine:
             prefix += 1
         # Always evaluate the last prompt token, so the logits are this prompt's.
         llm.n_tokens = min(prefix, len(tokens) - 1)
-        for start in range(llm.n_tokens, len(tokens), self._n_batch):
+        saved = self.prompt_cache.longest(tokens, shorter_than=len(tokens))
+        restored = 0
+        if saved is not None and len(saved[0]) > llm.n_tokens:
+            if restore_sequence(llm, *saved):
+                restored = llm.n_tokens
+            else:  # not expected; the prompt is then evaluated from the start
+                log.warning("llama.cpp refused a saved prompt state; evaluating in full")
+        start = llm.n_tokens
+        save_at = system_end if start < system_end < len(tokens) else 0
+        if save_at and (tuple(tokens[:save_at]) in self.prompt_cache):
+            save_at = 0
+        while llm.n_tokens < len(tokens):
             if stop.is_set():
                 return False
-            llm.eval(tokens[start : start + self._n_batch])
+            end = min(llm.n_tokens + self._n_batch, len(tokens))
+            if llm.n_tokens < save_at < end:
+                end = save_at
+            llm.eval(tokens[llm.n_tokens : end])
+            if llm.n_tokens == save_at:
+                self.prompt_cache.put(tuple(tokens[:save_at]), save_sequence(llm))
+        self._count(restored, len(tokens) - start)
         return True
+
+    def _count(self, restored: int, prefilled: int) -> None:
+        with self._counters:
+            if restored:
+                self.prompt_cache_hits += 1
+                self.prompt_cache_tokens += restored
+            self.prefilled_tokens += prefilled
+        if restored:
+            self._hits.inc()
+            self._reused.inc(restored)
+        self._prefilled.inc(prefilled)
 
     def _grammar(
         self, llm: llama_cpp.Llama, schema: Mapping[str, Any] | None
@@ -280,7 +334,9 @@ def _grammar_for(schema_json: str, vocab: Any) -> LlamaGrammar:
     return grammar
 
 
-def _chat_formatter(llm: llama_cpp.Llama) -> Jinja2ChatFormatter:
+def _chat_formatter(
+    llm: llama_cpp.Llama, *, add_generation_prompt: bool = True
+) -> Jinja2ChatFormatter:
     """The GGUF's own chat template (ChatML when it has none)."""
     model = llm._model
     eos, bos = llm.token_eos(), llm.token_bos()
@@ -289,4 +345,5 @@ def _chat_formatter(llm: llama_cpp.Llama) -> Jinja2ChatFormatter:
         eos_token=model.token_get_text(eos) if eos != -1 else "",
         bos_token=model.token_get_text(bos) if bos != -1 else "",
         stop_token_ids=[eos],
+        add_generation_prompt=add_generation_prompt,
     )

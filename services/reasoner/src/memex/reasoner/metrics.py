@@ -32,6 +32,21 @@ PROMPT_TOKENS = Counter("memex_reasoner_prompt_tokens_total", "Prompt tokens pro
 COMPLETION_TOKENS = Counter(
     "memex_reasoner_completion_tokens_total", "Completion tokens generated.", _LABELS
 )
+PREFILL_TOKENS = Counter(
+    "memex_reasoner_prefill_tokens_total",
+    "Prompt tokens evaluated (llama_cpp): those neither in the KV cache nor in the prompt cache.",
+    _LABELS,
+)
+PROMPT_CACHE_HITS = Counter(
+    "memex_reasoner_prompt_cache_hits_total",
+    "Prompts whose start was restored from a saved state (llama_cpp prompt cache).",
+    _LABELS,
+)
+PROMPT_CACHE_TOKENS = Counter(
+    "memex_reasoner_prompt_cache_tokens_total",
+    "Prompt tokens restored from saved states instead of being evaluated (llama_cpp).",
+    _LABELS,
+)
 GENERATIONS = Counter(
     "memex_reasoner_generations_total",
     "Generations that ran to an end, by finish reason.",
