@@ -32,7 +32,7 @@ PARAPHRASE_AT = 0.5
 # A claim no cited sentence covers this well is not taken as supported; nor is an uncited
 # sentence attributed to a source below ATTRIBUTE_AT.
 SUPPORTED_AT = 0.34
-ATTRIBUTE_AT = 0.6
+ATTRIBUTE_AT = 0.5
 
 _NUMBERS = r"\^?\d{1,2}(?:\s*(?:,|;|and|&|-|\u2013)\s*\^?\d{1,2})*"
 MARKER = re.compile(

@@ -50,14 +50,14 @@ class OrchestratorSettings(ServiceSettings):
         200, gt=0, description="Token budget of an ask's answer (asked for in 1-3 sentences)."
     )
     briefing_tokens: int = Field(
-        900,
+        800,
         ge=100,
         description="Prompt tokens the numbered sources may take (estimated at 4 characters a "
         "token); further capped so the sources, rules, question and answer fit the reasoner's "
         "context. Prefill of these tokens is most of a CPU model's time to first word.",
     )
     excerpt_chars: int = Field(
-        700,
+        400,
         ge=100,
         le=1600,
         description="Longest excerpt of one item in a briefing: a longer chunk is cut to the "

@@ -17,7 +17,7 @@ from memex.shared.settings import default_cache_dir
 
 # The model the reasoner loads when MEMEX_REASONER_MODEL is unset (and `make models` prepares).
 # The Makefile reads this line too; keep it one plain assignment.
-DEFAULT_MODEL = "smollm2-135m"
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
 
 # The tiny model the tests talk to whatever the default is: they need a model that answers, fast.
 TEST_MODEL = "smollm2-135m"

@@ -1,0 +1,92 @@
+"""The answer a newcomer gets (issue 10): the default catalogue model, on CPU, over the demo vault,
+answers right and cites the note it comes from, in the CLI and in the web chat in a real Chromium.
+
+Every part is real: the gateway, orchestrator, retrieval, embedding and llama.cpp with the
+default model (Qwen2.5-Coder-1.5B-Instruct). The questions are the two a newcomer meets first:
+`make demo`'s own, and the allotment's cost asked in the web chat. Sampling runs at a low
+temperature, so the facts are stable; the words around them are not asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
+from memex.shared.testing import REPO_ROOT, private_stack_env, require
+
+from .test_web_chat import CHROMIUM, CHROMIUM_FLAGS, ask, memex
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+DEMO_QUESTION = "How much of my deposit did Graham agree to give back, and why?"
+ANSWER_SECONDS = 240
+
+
+@pytest.fixture(scope="module")
+def default_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One private stack on the default model over the indexed demo vault, for this module."""
+    require(lookup(DEFAULT_MODEL).path(), "run `make models`")
+    env = private_stack_env(
+        tmp_path_factory.mktemp("default") / "data", MEMEX_START_TIMEOUT_SECONDS="240"
+    )
+    env.pop("MEMEX_REASONER_MODEL", None)
+    env.pop("MEMEX_REASONER_MODEL_PATH", None)
+    command = [str(Path(REPO_ROOT, ".venv", "bin", "memex"))]
+    try:
+        memex(command, env, "up")
+        memex(command, env, "index", str(REPO_ROOT / "demo" / "vault"))
+        yield env
+    finally:
+        subprocess.run([*command, "down"], env=env, timeout=90, check=False)
+
+
+def test_the_demo_question_gets_a_right_answer_citing_its_note(
+    default_stack: dict[str, str],
+) -> None:
+    command = [str(Path(REPO_ROOT, ".venv", "bin", "memex"))]
+    result = json.loads(memex(command, default_stack, "ask", DEMO_QUESTION, "--json"))
+    assert not result.get("abstained"), result
+    assert re.search(r"£1,?030", result["answer"]), result["answer"]
+    refs = {c["ref"] for c in result["citations"]}
+    assert refs & {"[[Flat Deposit Agreement]]", "[[2026-04-28 — Deposit sorted]]"}, result
+    assert result["model"] == DEFAULT_MODEL
+    assert result["stages"][:1] == ["retrieve"]  # one model call: no plan hop for this question
+    # Piped, the CLI prints the checked answer with its [[citation]] in the text.
+    printed = memex(command, default_stack, "ask", DEMO_QUESTION)
+    assert "£1,030" in printed and "[[" in printed
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    require(CHROMIUM, "run `make browser`")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            tmp_path / "profile",
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1200, "height": 860},
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def test_the_web_chat_says_what_the_allotment_costs_with_its_source(
+    default_stack: dict[str, str], page: Page
+) -> None:
+    page.goto(f"http://127.0.0.1:{default_stack['MEMEX_GATEWAY_PORT']}")
+    ask(page, "What does the allotment cost?")
+    answer = page.locator(".message.assistant").last
+    expect(answer).to_have_attribute("data-state", "done", timeout=ANSWER_SECONDS * 1000)
+    expect(answer.locator(".text")).to_contain_text("£48")
+    sources = answer.locator(".citation a.ref").all_inner_texts()
+    assert {"[[Allotment Tenancy Agreement]]", "[[Allotment Plot 23B]]"} & set(sources), sources
