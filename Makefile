@@ -42,7 +42,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway eval clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -177,6 +177,9 @@ bench-reasoner: install models ## Reasoner TTFT, throughput and cancel against i
 
 bench-orchestrator: install models ## memex's own ask/chat overhead (stub model time removed), conc. 1 and 16
 	$(PY) benchmarks/bench_orchestrator.py $(BENCH_ORCH_ARGS)
+
+bench-first-words: install models ## Chat and ask time to first words, real model, 600 real notes (SciFact abstracts)
+	$(PY) benchmarks/bench_first_words.py $(BENCH_FIRST_WORDS_ARGS)
 
 bench-gateway: install models ## Gateway SSE overhead against the orchestrator's gRPC stream; 200 concurrent streams
 	$(PY) benchmarks/bench_gateway.py $(BENCH_GATEWAY_ARGS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,22 @@ async def test_a_looping_reply_is_cut_at_the_repeat(tmp_path: Path) -> None:
     events = await collect(Chatter(context), "", "hello")
     _, messages = context.store.get_conversation("me", events[0].conversation_id)  # type: ignore[union-attr]
     assert messages[1].text == "I am here for you today. Tell me more about it."
+
+
+async def test_chat_sizes_its_sources_to_what_the_model_reads_in_the_first_words_time(
+    tmp_path: Path,
+) -> None:
+    long_notes = [
+        dataclasses.replace(n, text=f"{n.text} " + "More of the same note. " * 12) for n in NOTES
+    ]
+    model = ScriptedReasoner({CHAT: ["ok."]})
+    context = make_context(tmp_path, model, FakeMemory(long_notes))
+    context.info = dataclasses.replace(context.info, prefill_tokens_per_second=20.0)
+    await collect(Chatter(context), "", "the deposit?")  # 5 s at 20 tokens/s: 100 tokens
+    prompt = model.calls[0].messages[-1].content
+    assert "[1] " in prompt and "[2] " not in prompt  # one short source, never none
+
+    fast = make_context(tmp_path / "fast", model, FakeMemory(long_notes))
+    fast.info = dataclasses.replace(fast.info, prefill_tokens_per_second=500.0)
+    await collect(Chatter(fast), "", "the deposit?")
+    assert "[4] " in model.calls[1].messages[-1].content

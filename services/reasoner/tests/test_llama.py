@@ -60,6 +60,7 @@ async def test_info_describes_the_local_model(reasoner: Served) -> None:
     assert info.engine == "llama.cpp"
     assert info.model == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert (info.context_length, info.local) == (512, True)
+    assert info.prefill_tokens_per_second > 0  # measured as the model loaded
 
 
 async def test_a_reply_streams_with_usage_and_timings(reasoner: Served) -> None:

@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n memex/reasoner/v1/reasoner.proto\x12\x11memex.reasoner.v1\"A\n\x07Message\x12%\n\x04role\x18\x01 \x01(\x0e\x32\x17.memex.reasoner.v1.Role\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x90\x01\n\x08Sampling\x12\x18\n\x0btemperature\x18\x01 \x01(\x02H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\nmax_tokens\x18\x03 \x01(\x05\x12\x0c\n\x04stop\x18\x04 \x03(\t\x12\x11\n\x04seed\x18\x05 \x01(\x03H\x02\x88\x01\x01\x42\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seed\"\xa6\x01\n\x0fGenerateRequest\x12,\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.memex.reasoner.v1.Message\x12-\n\x08sampling\x18\x02 \x01(\x0b\x32\x1b.memex.reasoner.v1.Sampling\x12\x13\n\x0bjson_schema\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\r\n\x05model\x18\x05 \x01(\t\"9\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\"\xc8\x01\n\rGenerateFinal\x12\x36\n\rfinish_reason\x18\x01 \x01(\x0e\x32\x1f.memex.reasoner.v1.FinishReason\x12\'\n\x05usage\x18\x02 \x01(\x0b\x32\x18.memex.reasoner.v1.Usage\x12\x1e\n\x16time_to_first_token_ms\x18\x03 \x01(\x01\x12\x10\n\x08total_ms\x18\x04 \x01(\x01\x12\x15\n\rqueue_wait_ms\x18\x05 \x01(\x01\x12\r\n\x05model\x18\x06 \x01(\t\"_\n\x10GenerateResponse\x12\x0f\n\x05\x64\x65lta\x18\x01 \x01(\tH\x00\x12\x31\n\x05\x66inal\x18\x02 \x01(\x0b\x32 .memex.reasoner.v1.GenerateFinalH\x00\x42\x07\n\x05\x65vent\"\r\n\x0bInfoRequest\"T\n\x0cInfoResponse\x12\x0e\n\x06\x65ngine\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontext_length\x18\x03 \x01(\x05\x12\r\n\x05local\x18\x04 \x01(\x08*P\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03*|\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x32\xb1\x01\n\x0fReasonerService\x12U\n\x08Generate\x12\".memex.reasoner.v1.GenerateRequest\x1a#.memex.reasoner.v1.GenerateResponse0\x01\x12G\n\x04Info\x12\x1e.memex.reasoner.v1.InfoRequest\x1a\x1f.memex.reasoner.v1.InfoResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n memex/reasoner/v1/reasoner.proto\x12\x11memex.reasoner.v1\"A\n\x07Message\x12%\n\x04role\x18\x01 \x01(\x0e\x32\x17.memex.reasoner.v1.Role\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x90\x01\n\x08Sampling\x12\x18\n\x0btemperature\x18\x01 \x01(\x02H\x00\x88\x01\x01\x12\x12\n\x05top_p\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\nmax_tokens\x18\x03 \x01(\x05\x12\x0c\n\x04stop\x18\x04 \x03(\t\x12\x11\n\x04seed\x18\x05 \x01(\x03H\x02\x88\x01\x01\x42\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x07\n\x05_seed\"\xa6\x01\n\x0fGenerateRequest\x12,\n\x08messages\x18\x01 \x03(\x0b\x32\x1a.memex.reasoner.v1.Message\x12-\n\x08sampling\x18\x02 \x01(\x0b\x32\x1b.memex.reasoner.v1.Sampling\x12\x13\n\x0bjson_schema\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12\r\n\x05model\x18\x05 \x01(\t\"9\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\"\xc8\x01\n\rGenerateFinal\x12\x36\n\rfinish_reason\x18\x01 \x01(\x0e\x32\x1f.memex.reasoner.v1.FinishReason\x12\'\n\x05usage\x18\x02 \x01(\x0b\x32\x18.memex.reasoner.v1.Usage\x12\x1e\n\x16time_to_first_token_ms\x18\x03 \x01(\x01\x12\x10\n\x08total_ms\x18\x04 \x01(\x01\x12\x15\n\rqueue_wait_ms\x18\x05 \x01(\x01\x12\r\n\x05model\x18\x06 \x01(\t\"_\n\x10GenerateResponse\x12\x0f\n\x05\x64\x65lta\x18\x01 \x01(\tH\x00\x12\x31\n\x05\x66inal\x18\x02 \x01(\x0b\x32 .memex.reasoner.v1.GenerateFinalH\x00\x42\x07\n\x05\x65vent\"\r\n\x0bInfoRequest\"w\n\x0cInfoResponse\x12\x0e\n\x06\x65ngine\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x16\n\x0e\x63ontext_length\x18\x03 \x01(\x05\x12\r\n\x05local\x18\x04 \x01(\x08\x12!\n\x19prefill_tokens_per_second\x18\x05 \x01(\x01*P\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\r\n\tROLE_USER\x10\x02\x12\x12\n\x0eROLE_ASSISTANT\x10\x03*|\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x32\xb1\x01\n\x0fReasonerService\x12U\n\x08Generate\x12\".memex.reasoner.v1.GenerateRequest\x1a#.memex.reasoner.v1.GenerateResponse0\x01\x12G\n\x04Info\x12\x1e.memex.reasoner.v1.InfoRequest\x1a\x1f.memex.reasoner.v1.InfoResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memex.reasoner.v1.reasoner_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ROLE']._serialized_start=898
-  _globals['_ROLE']._serialized_end=978
-  _globals['_FINISHREASON']._serialized_start=980
-  _globals['_FINISHREASON']._serialized_end=1104
+  _globals['_ROLE']._serialized_start=933
+  _globals['_ROLE']._serialized_end=1013
+  _globals['_FINISHREASON']._serialized_start=1015
+  _globals['_FINISHREASON']._serialized_end=1139
   _globals['_MESSAGE']._serialized_start=55
   _globals['_MESSAGE']._serialized_end=120
   _globals['_SAMPLING']._serialized_start=123
@@ -50,7 +50,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INFOREQUEST']._serialized_start=797
   _globals['_INFOREQUEST']._serialized_end=810
   _globals['_INFORESPONSE']._serialized_start=812
-  _globals['_INFORESPONSE']._serialized_end=896
-  _globals['_REASONERSERVICE']._serialized_start=1107
-  _globals['_REASONERSERVICE']._serialized_end=1284
+  _globals['_INFORESPONSE']._serialized_end=931
+  _globals['_REASONERSERVICE']._serialized_start=1142
+  _globals['_REASONERSERVICE']._serialized_end=1319
 # @@protoc_insertion_point(module_scope)

@@ -270,12 +270,17 @@ class InfoResponse(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     CONTEXT_LENGTH_FIELD_NUMBER: _builtins.int
     LOCAL_FIELD_NUMBER: _builtins.int
+    PREFILL_TOKENS_PER_SECOND_FIELD_NUMBER: _builtins.int
     engine: _builtins.str
     """"llama.cpp", "openai-compatible" or "stub"."""
     model: _builtins.str
     context_length: _builtins.int
     local: _builtins.bool
     """False for a remote (cloud) endpoint: sensitive items must then be withheld (SPEC B3)."""
+    prefill_tokens_per_second: _builtins.float
+    """Prompt tokens evaluated per second, measured on this machine when the model loaded; 0 when
+    unknown (a remote server). Callers size prompts by it to bound the time to first token.
+    """
     def __init__(
         self,
         *,
@@ -283,10 +288,11 @@ class InfoResponse(_message.Message):
         model: _builtins.str = ...,
         context_length: _builtins.int = ...,
         local: _builtins.bool = ...,
+        prefill_tokens_per_second: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_length", b"context_length", "engine", b"engine", "local", b"local", "model", b"model"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_length", b"context_length", "engine", b"engine", "local", b"local", "model", b"model", "prefill_tokens_per_second", b"prefill_tokens_per_second"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

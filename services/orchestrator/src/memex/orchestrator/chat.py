@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from memex.orchestrator import sources as briefing_sources
@@ -21,6 +21,8 @@ from memex.orchestrator.core import Context
 from memex.orchestrator.items import Citation
 from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, STAGE_SECONDS, WITHHELD, timed
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
+from memex.orchestrator.sources import estimate_tokens
+from memex.orchestrator.store import Message
 from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError
@@ -29,6 +31,8 @@ from memex.shared.logs import request_id_var
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
+# Room for one short excerpt, however slow the model: a chat never goes in blind.
+MIN_CHAT_SOURCES_TOKENS = 150
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,18 @@ class Chatter:
     def __init__(self, context: Context) -> None:
         self._c = context
 
+    def _budget(self, message: str, history: Sequence[Message]) -> int:
+        """Tokens the sources may take: what the reasoner reads in ``chat_first_words_seconds``
+        at its measured speed, less the message and the history it reads too."""
+        c = self._c
+        rate, seconds = c.info.prefill_tokens_per_second, c.settings.chat_first_words_seconds
+        if rate <= 0 or seconds <= 0:
+            return c.settings.briefing_tokens
+        others = estimate_tokens(message) + sum(estimate_tokens(m.text) + 4 for m in history)
+        return max(
+            MIN_CHAT_SOURCES_TOKENS, min(c.settings.briefing_tokens, int(rate * seconds) - others)
+        )
+
     async def chat(
         self, tenant: str, conversation_id: str, message: str, persona_name: str = ""
     ) -> AsyncGenerator[ChatEvent, None]:
@@ -106,7 +122,7 @@ class Chatter:
             sources = briefing_sources.select(
                 shown,
                 message,
-                token_budget=c.settings.briefing_tokens,
+                token_budget=self._budget(message, history),
                 excerpt_chars=c.settings.excerpt_chars,
                 limit=persona.chunks,
             )

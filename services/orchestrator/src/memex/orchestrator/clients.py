@@ -180,7 +180,13 @@ class GrpcReasoner:
             reply = await self._stub.Info(reasoner_pb2.InfoRequest(), timeout=10)
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc) from exc
-        return ReasonerInfo(reply.engine, reply.model, reply.context_length, reply.local)
+        return ReasonerInfo(
+            reply.engine,
+            reply.model,
+            reply.context_length,
+            reply.local,
+            reply.prefill_tokens_per_second,
+        )
 
     async def generate(
         self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]

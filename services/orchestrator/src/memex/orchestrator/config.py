@@ -56,6 +56,13 @@ class OrchestratorSettings(ServiceSettings):
         "token); further capped so the sources, rules, question and answer fit the reasoner's "
         "context. Prefill of these tokens is most of a CPU model's time to first word.",
     )
+    chat_first_words_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="Chat sizes its sources so the model can read its prompt in about this "
+        "long, at the prefill speed the reasoner measured when it loaded (at least one short "
+        "source; never more than briefing_tokens); 0 uses briefing_tokens whatever the speed.",
+    )
     excerpt_chars: int = Field(
         400,
         ge=100,

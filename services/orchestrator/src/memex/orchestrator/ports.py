@@ -26,6 +26,7 @@ class ReasonerInfo:
     model: str
     context_length: int
     local: bool
+    prefill_tokens_per_second: float = 0.0  # 0: unknown
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class EngineInfo:
     local: bool
     # Model names a request may ask for (the reported one first).
     aliases: tuple[str, ...] = field(default=())
+    # Prompt tokens per second, measured at load; 0 when unknown.
+    prefill_tokens_per_second: float = 0.0
 
 
 class Engine(Protocol):

@@ -85,5 +85,6 @@ class ReasonerServicer(reasoner_pb2_grpc.ReasonerServiceServicer):
             engine=info.engine,
             model=info.model,
             context_length=info.context_length,
+            prefill_tokens_per_second=info.prefill_tokens_per_second,
             local=info.local,
         )
