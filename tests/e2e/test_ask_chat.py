@@ -49,7 +49,7 @@ def test_index_ask_chat_and_forget_on_the_real_stack(
     assert asked.returncode == 0, asked.stderr
     result = json.loads(asked.stdout)
     assert result["persona"] == "analyst"
-    assert result["stages"] == ["plan", "retrieve", "synthesize", "ground_check"]
+    assert result["stages"][:3] == ["retrieve", "synthesize", "ground_check"]  # no plan hop
     assert result["answer"]
     # Whatever the small model says, every citation that survives names a note it was shown.
     assert {c["ref"] for c in result.get("citations", [])} <= {
@@ -60,7 +60,7 @@ def test_index_ask_chat_and_forget_on_the_real_stack(
     state = Path(stack_env["MEMEX_DATA_DIR"]) / "orchestrator" / "state.db"
     with sqlite3.connect(state) as db:
         purposes = [row[0] for row in db.execute("SELECT purpose FROM llm_log ORDER BY created_at")]
-        assert purposes == ["ask_plan", "ask_synthesize"]  # exactly two model calls, both audited
+        assert purposes == ["ask_synthesize"]  # one model call, audited
         assert (
             db.execute("SELECT COUNT(*) FROM telemetry_turns WHERE kind = 'ask'").fetchone()[0] == 1
         )

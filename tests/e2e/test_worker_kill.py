@@ -143,7 +143,7 @@ async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exac
         purposes = [
             row[0] for row in db.execute("SELECT purpose FROM llm_log WHERE outcome = 'ok'")
         ]
-    assert "ask_plan" in purposes  # the restarted worker asked the real model again
+    assert "ask_synthesize" in purposes  # the restarted worker asked the real model again
 
     # `memex worker` still runs one in the foreground, beside the supervised one (its own id and
     # health port), and stops cleanly on SIGTERM.
