@@ -181,6 +181,14 @@ async def test_answers_that_do_not_rest_on_a_source_abstain_and_say_so(
     assert row["abstained"] == 1
 
 
+async def test_an_answer_resting_on_sources_about_something_else_abstains(tmp_path: Path) -> None:
+    model = reasoner(["You drive a car that cost £800 [1]."])
+    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask(
+        "me", "What car do I drive?"
+    )
+    assert result.abstained and result.abstain_reason == "off_topic"
+
+
 async def test_an_answer_that_forgot_its_numbers_is_attributed_when_a_source_holds_it(
     tmp_path: Path,
 ) -> None:
@@ -216,7 +224,10 @@ async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path)
 async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path) -> None:
     model = reasoner(["The dep", "osit is £800 [", "1", "]. Dana", " is the landlord [4]."])
     events = [
-        e async for e in Asker(make_context(tmp_path, model, FakeMemory(NOTES))).stream("me", "q?")
+        e
+        async for e in Asker(make_context(tmp_path, model, FakeMemory(NOTES))).stream(
+            "me", "the deposit?"
+        )
     ]
     assert isinstance(events[0], Started)
     assert events[0].sources == ["[[Flat lease]]", "[[Boiler]]", "[[Therapy]]", "entities:dana"]

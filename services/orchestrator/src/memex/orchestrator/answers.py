@@ -279,6 +279,23 @@ def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Re
     )
 
 
+def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool:
+    """Whether the sources an answer cites share any content word with the question (titles
+    included). An answer to "what car do I drive?" resting on a note about a deposit is a small
+    model answering anyway, from whatever it was shown; it is not grounded in the notes."""
+    wanted = set(terms(question))
+    if not wanted:
+        return True
+    cited = {c.item_id for c in reading.citations}
+    seen = {
+        term
+        for source in sources
+        if source.item.item_id in cited
+        for term in terms(f"{source.item.title} {source.excerpt}")
+    }
+    return bool(wanted & seen)
+
+
 class RefStream:
     """Rewrites source numbers as refs in streamed text, holding back what could still become a
     marker ("[", "[1,", "[[Flat De") so no raw number fragment reaches the reader."""

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from memex.orchestrator import sources as briefing_sources
-from memex.orchestrator.answers import SUPPORTED_AT, Reading, RefStream, read_reply
+from memex.orchestrator.answers import SUPPORTED_AT, Reading, RefStream, on_topic, read_reply
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
 from memex.orchestrator.core import Context
 from memex.orchestrator.fusion import rrf
@@ -61,7 +61,7 @@ class AskResult:
     latency_ms: float = 0.0
     turn_id: str = ""
     dropped_steps: list[str] = field(default_factory=list)
-    # "", "empty", "withheld", "declined", "uncited", "ungrounded" or "unsupported"
+    # "", "empty", "withheld", "declined", "uncited", "ungrounded", "unsupported" or "off_topic"
     abstain_reason: str = ""
 
 
@@ -209,7 +209,7 @@ class Asker:
                         query, sources, persona, text, reading, sensitive, started
                     )
                 stages.append("revise")
-            self._settle(result, reading, sources)
+            self._settle(result, query, reading, sources)
         elif withheld:
             result.answer = "Only sensitive notes match this question, and they were withheld."
             result.abstain_reason = "withheld"
@@ -244,7 +244,9 @@ class Asker:
         room = c.info.context_length - c.settings.ask_max_tokens - fixed
         return max(100, min(c.settings.briefing_tokens, room))
 
-    def _settle(self, result: AskResult, reading: Reading, sources: list[Source]) -> None:
+    def _settle(
+        self, result: AskResult, question: str, reading: Reading, sources: list[Source]
+    ) -> None:
         """Abstain unless the answer rests on a source (SPEC B10); name the closest notes."""
         result.grounding = reading.report
         reason = ""
@@ -258,6 +260,8 @@ class Asker:
             reading.support < SUPPORTED_AT
         ):
             reason = "unsupported"
+        elif not on_topic(question, reading, sources):
+            reason = "off_topic"  # its sources say nothing of what was asked
         result.abstained = bool(reason)
         result.abstain_reason = reason
         if result.abstained:

@@ -48,15 +48,15 @@ def _stem(word: str) -> str:
 def _normal(token: str) -> str:
     if token[0].isdigit():
         return token.replace(",", "").rstrip(".")
-    return _stem(token)
+    return _stem(token.removesuffix("'s"))
 
 
 def terms(text: str) -> list[str]:
     """The content terms of ``text``: stop words dropped, stemmed, numbers normalised."""
     out = []
-    for match in _TOKEN.finditer(text.casefold()):
+    for match in _TOKEN.finditer(text.casefold().replace("\u2019", "'")):
         token = match.group()
-        if token in STOPWORDS:
+        if token in STOPWORDS or token.removesuffix("'s") in STOPWORDS:
             continue
         out.append(_normal(token))
     return out
