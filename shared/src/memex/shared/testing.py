@@ -28,15 +28,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports that were free on loopback a moment ago. Every socket stays
+    bound until all are chosen: closed one at a time, the same port can come back twice."""
+    with contextlib.ExitStack() as held:
+        socks = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+
+
 def private_stack_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a stack of its own: ``data_dir``, and a free port for every port
     setting of the stack, so tests never collide with each other or with a running memex."""
     from memex.shared.stack import StackSettings  # the stack module is not needed otherwise
 
+    names = [name for name in StackSettings.model_fields if name.endswith("_port")]
     ports = {
-        f"MEMEX_{name.upper()}": str(free_port())
-        for name in StackSettings.model_fields
-        if name.endswith("_port")
+        f"MEMEX_{name.upper()}": str(port)
+        for name, port in zip(names, free_ports(len(names)), strict=True)
     }
     return {**os.environ, **ports, "MEMEX_DATA_DIR": str(data_dir), **extra}
 
