@@ -8,10 +8,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page, sync_playwright
 
 from memex.embedding.config import default_model_dir
 from memex.reasoner.catalogue import TEST_MODEL
 from memex.shared.testing import private_stack_env, require
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +48,26 @@ def memex_cli(stack_env: dict[str, str]) -> Iterator[list[str]]:
     command = [sys.executable, "-m", "memex.cli"]
     yield command
     subprocess.run([*command, "down"], env=stack_env, timeout=90, check=False)
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    """A page in Debian's Chromium, headless and with no background networking; a script
+    error on the page fails the test."""
+    require(CHROMIUM, "run `make browser`")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            tmp_path / "profile",
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1200, "height": 860},
+        )
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            yield page
+            assert not errors, errors
+        finally:
+            context.close()

@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
 from memex.shared.testing import REPO_ROOT, private_stack_env, require
 
-from .test_web_chat import CHROMIUM, CHROMIUM_FLAGS, ask, memex
+from .test_web_chat import ask, memex
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -61,23 +61,6 @@ def test_the_demo_question_gets_a_right_answer_citing_its_note(
     # Piped, the CLI prints the checked answer with its [[citation]] in the text.
     printed = memex(command, default_stack, "ask", DEMO_QUESTION)
     assert "£1,030" in printed and "[[" in printed
-
-
-@pytest.fixture
-def page(tmp_path: Path) -> Iterator[Page]:
-    require(CHROMIUM, "run `make browser`")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            tmp_path / "profile",
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1200, "height": 860},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
 
 
 def test_the_web_chat_says_what_the_allotment_costs_with_its_source(

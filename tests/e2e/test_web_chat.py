@@ -14,29 +14,17 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
 from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import REPO_ROOT, require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 # The docs' screenshots are retaken only on request (MEMEX_UPDATE_SCREENSHOTS=1), so a test run
 # leaves the checkout as it was.
 SCREENSHOT_DIR = (
@@ -86,27 +74,6 @@ def take_screenshot(page: Page, name: str) -> None:
     assert image.startswith(b"\x89PNG")
     if SCREENSHOT_DIR is not None:
         (SCREENSHOT_DIR / name).write_bytes(image)
-
-
-@pytest.fixture
-def page(tmp_path: Path) -> Iterator[Page]:
-    require(CHROMIUM, "run `make browser`")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            tmp_path / "profile",
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_FLAGS,
-            viewport={"width": 1200, "height": 860},
-        )
-        try:
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            yield page
-            assert not errors, errors
-        finally:
-            context.close()
 
 
 def ask(page: Page, text: str) -> None:
