@@ -76,7 +76,12 @@ async def first_words(address: str, questions: list[str]) -> dict[str, list[floa
         for question in questions:
             for kind, call in (
                 ("chat", stub.Chat(pb.ChatRequest(message=question), timeout=600)),
-                ("ask", stub.AskStream(pb.AskRequest(question=question), timeout=600)),
+                (
+                    "ask",
+                    stub.AskStream(
+                        pb.AskStreamRequest(ask=pb.AskRequest(question=question)), timeout=600
+                    ),
+                ),
             ):
                 started, first = time.perf_counter(), 0.0
                 async for event in call:

@@ -105,27 +105,30 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
         return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
 
-    async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskEvent]:
+    async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskStreamResponse]:
         """The same answer, drafted word by word. ``unsure`` drafts an answer the check turns
         into an abstention, ``old stack`` predates AskStream, ``cut off`` ends without a result."""
+        request = request.ask  # AskStreamRequest wraps Ask's request
         if request.question == "old stack":
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
         if request.limit < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
         sources = [c.ref for c in CITATIONS]
-        yield opb.AskEvent(started=opb.AskStarted(model="tiny", persona="analyst", sources=sources))
+        yield opb.AskStreamResponse(
+            started=opb.AskStarted(model="tiny", persona="analyst", sources=sources)
+        )
         if request.question == "unsure":
             for word in [" Maybe ", "£900, ", "see [[Diary]]."]:
-                yield opb.AskEvent(delta=word)
-            yield opb.AskEvent(result=opb.AskResponse(answer=ABSTENTION, abstained=True,
+                yield opb.AskStreamResponse(delta=word)
+            yield opb.AskStreamResponse(result=opb.AskResponse(answer=ABSTENTION, abstained=True,
                 persona="analyst", grounding=opb.GroundingReport(cited=1, dropped=["[[Diary]]"])))  # fmt: skip
             return
         for word in ["£1,030 ", "came ", "back."]:
-            yield opb.AskEvent(delta=word)
+            yield opb.AskStreamResponse(delta=word)
         if request.question == "cut off":
             return
         reply = await self.Ask(request, context)
-        yield opb.AskEvent(result=reply)
+        yield opb.AskStreamResponse(result=reply)
 
     async def Chat(self, request: Any, context: Any) -> AsyncIterator[opb.ChatResponse]:
         self.chats.append(request)

@@ -54,7 +54,8 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self.in_flight = 0
         self.most_in_flight = 0
 
-    async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskEvent]:
+    async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskStreamResponse]:
+        request = request.ask  # AskStreamRequest wraps Ask's request
         self.asked.append(request)
         if request.question == "Will this fail?":
             await context.abort(grpc.StatusCode.INTERNAL, "the model fell over")
@@ -62,13 +63,13 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            yield opb.AskEvent(started=opb.AskStarted(model="tiny", persona="analyst"))
+            yield opb.AskStreamResponse(started=opb.AskStarted(model="tiny", persona="analyst"))
             await asyncio.sleep(0.02)
-            yield opb.AskEvent(delta="")  # empty deltas are not first words
+            yield opb.AskStreamResponse(delta="")  # empty deltas are not first words
             for word in answer.split(" "):
                 await asyncio.sleep(0.01)
-                yield opb.AskEvent(delta=word + " ")
-            yield opb.AskEvent(
+                yield opb.AskStreamResponse(delta=word + " ")
+            yield opb.AskStreamResponse(
                 result=opb.AskResponse(
                     answer=answer,
                     abstained=abstained,

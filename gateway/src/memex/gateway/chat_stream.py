@@ -63,7 +63,7 @@ def to_event(message: opb.ChatResponse) -> Event:
     return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
-def ask_event(message: opb.AskEvent) -> Event:
+def ask_event(message: opb.AskStreamResponse) -> Event:
     """A proto ask event as the API's named event."""
     kind = message.WhichOneof("event")
     if kind == "started":

@@ -130,27 +130,28 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         return _ask_response(request)
 
     async def AskStream(
-        self, request: pb.AskRequest, context: Context
-    ) -> AsyncIterator[pb.AskEvent]:
+        self, stream_request: pb.AskStreamRequest, context: Context
+    ) -> AsyncIterator[pb.AskStreamResponse]:
+        request = stream_request.ask
         await self._ask_magic(request, context)
         persona = request.persona or "analyst"
-        yield pb.AskEvent(
+        yield pb.AskStreamResponse(
             started=pb.AskStarted(model="fake", persona=persona, sources=[CITATION.ref])
         )
         if request.question == "fail after":
-            yield pb.AskEvent(delta="Half a ")
+            yield pb.AskStreamResponse(delta="Half a ")
             await context.abort(grpc.StatusCode.UNAVAILABLE, "reasoner gone")
         if request.question == "slow words":
             try:
                 for n in range(100_000):
-                    yield pb.AskEvent(delta=f"{n} ")
+                    yield pb.AskStreamResponse(delta=f"{n} ")
                     await asyncio.sleep(0.02)
             except asyncio.CancelledError:
                 self.ask_cancelled.set()
                 raise
         for piece in ANSWER_DRAFT:
-            yield pb.AskEvent(delta=piece)
-        yield pb.AskEvent(result=_ask_response(request))
+            yield pb.AskStreamResponse(delta=piece)
+        yield pb.AskStreamResponse(result=_ask_response(request))
 
     async def ListLoggedAsks(
         self, request: pb.ListLoggedAsksRequest, context: Context

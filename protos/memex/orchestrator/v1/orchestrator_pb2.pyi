@@ -210,7 +210,29 @@ class AskStarted(_message.Message):
 Global___AskStarted: _TypeAlias = AskStarted  # noqa: Y015
 
 @_typing.final
-class AskEvent(_message.Message):
+class AskStreamRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ASK_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ask(self) -> Global___AskRequest:
+        """The same request as Ask's."""
+
+    def __init__(
+        self,
+        *,
+        ask: Global___AskRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ask", b"ask"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ask", b"ask"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AskStreamRequest: _TypeAlias = AskStreamRequest  # noqa: Y015
+
+@_typing.final
+class AskStreamResponse(_message.Message):
     """One event of a streamed ask."""
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -241,7 +263,7 @@ class AskEvent(_message.Message):
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
-Global___AskEvent: _TypeAlias = AskEvent  # noqa: Y015
+Global___AskStreamResponse: _TypeAlias = AskStreamResponse  # noqa: Y015
 
 @_typing.final
 class ChatRequest(_message.Message):

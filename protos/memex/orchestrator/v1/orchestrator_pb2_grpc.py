@@ -41,8 +41,8 @@ class OrchestratorServiceStub:
                 _registered_method=True)
         self.AskStream = channel.unary_stream(
                 '/memex.orchestrator.v1.OrchestratorService/AskStream',
-                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
-                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.FromString,
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamResponse.FromString,
                 _registered_method=True)
         self.Chat = channel.unary_stream(
                 '/memex.orchestrator.v1.OrchestratorService/Chat',
@@ -191,8 +191,8 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
             ),
             'AskStream': grpc.unary_stream_rpc_method_handler(
                     servicer.AskStream,
-                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.FromString,
-                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.SerializeToString,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamResponse.SerializeToString,
             ),
             'Chat': grpc.unary_stream_rpc_method_handler(
                     servicer.Chat,
@@ -297,8 +297,8 @@ class OrchestratorService:
             request,
             target,
             '/memex.orchestrator.v1.OrchestratorService/AskStream',
-            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskRequest.SerializeToString,
-            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskEvent.FromString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.AskStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

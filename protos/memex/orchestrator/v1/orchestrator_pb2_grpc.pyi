@@ -33,7 +33,7 @@ class OrchestratorServiceStub:
     def __new__(cls, channel: _aio.Channel) -> OrchestratorServiceAsyncStub: ...
     Ask: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskResponse]
     """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation."""
-    AskStream: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskEvent]
+    AskStream: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.AskStreamRequest, _orchestrator_pb2.AskStreamResponse]
     """The same ask, streamed: started, the answer's words as the model writes them (draft, not
     yet checked), then the checked result. Errors end the stream with a gRPC status.
     """
@@ -61,7 +61,7 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Ask: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskResponse]  # type: ignore[assignment]
     """One-shot agentic ask (SPEC B1, B8). Writes telemetry, no conversation."""
-    AskStream: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.AskRequest, _orchestrator_pb2.AskEvent]  # type: ignore[assignment]
+    AskStream: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.AskStreamRequest, _orchestrator_pb2.AskStreamResponse]  # type: ignore[assignment]
     """The same ask, streamed: started, the answer's words as the model writes them (draft, not
     yet checked), then the checked result. Errors end the stream with a gRPC status.
     """
@@ -96,9 +96,9 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def AskStream(
         self,
-        request: _orchestrator_pb2.AskRequest,
+        request: _orchestrator_pb2.AskStreamRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.AskEvent], _abc.AsyncIterator[_orchestrator_pb2.AskEvent]]:
+    ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.AskStreamResponse], _abc.AsyncIterator[_orchestrator_pb2.AskStreamResponse]]:
         """The same ask, streamed: started, the answer's words as the model writes them (draft, not
         yet checked), then the checked result. Errors end the stream with a gRPC status.
         """

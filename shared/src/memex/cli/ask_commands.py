@@ -68,7 +68,7 @@ async def stream_ask(stub: Stub, request: pb.AskRequest, *, live: bool, spin: bo
     shown, reply = "", None
     try:
         try:
-            async for event in stub.AskStream(request):
+            async for event in stub.AskStream(pb.AskStreamRequest(ask=request)):
                 kind = event.WhichOneof("event")
                 if kind == "started" and event.started.sources:
                     spinner.label = f"writing from {len(event.started.sources)} sources"

@@ -110,7 +110,7 @@ async def ask_one(stub: Stub, request: pb.AskRequest) -> tuple[Outcome, pb.AskRe
     started = time.perf_counter()
     first: float | None = None
     try:
-        async for event in stub.AskStream(request):
+        async for event in stub.AskStream(pb.AskStreamRequest(ask=request)):
             kind = event.WhichOneof("event")
             if kind == "delta" and event.delta.strip() and first is None:
                 first = time.perf_counter()

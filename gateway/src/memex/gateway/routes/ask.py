@@ -47,7 +47,9 @@ async def ask(
         tenant=s.tenant, question=body.question, persona=body.persona, limit=body.limit
     )
     if body.stream:
-        streaming = c.orchestrator.AskStream(question, timeout=s.request_timeout_seconds)
+        streaming = c.orchestrator.AskStream(
+            opb.AskStreamRequest(ask=question), timeout=s.request_timeout_seconds
+        )
         # Retrieval runs before the first event: a client gone by then cancels the ask too.
         stream = await unless_disconnected(request, open_ask(streaming), streaming.cancel)
         return StreamResponse(

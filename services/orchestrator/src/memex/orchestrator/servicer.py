@@ -174,26 +174,25 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         return ask_pb(r)
 
     async def AskStream(
-        self, request: pb.AskRequest, context: Context
-    ) -> AsyncIterator[pb.AskEvent]:
+        self, request: pb.AskStreamRequest, context: Context
+    ) -> AsyncIterator[pb.AskStreamResponse]:
         o = self._slot.get()
-        stream = o.asker.stream(
-            o.tenant(request.tenant), request.question, request.persona, request.limit
-        )
+        ask = request.ask
+        stream = o.asker.stream(o.tenant(ask.tenant), ask.question, ask.persona, ask.limit)
         # Closed at once when the client goes away, so the model call below it stops too.
         async with contextlib.aclosing(stream):
             async for event in stream:
                 match event:
                     case ask_events.Started():
-                        yield pb.AskEvent(
+                        yield pb.AskStreamResponse(
                             started=pb.AskStarted(
                                 model=event.model, persona=event.persona, sources=event.sources
                             )
                         )
                     case ask_events.Draft():
-                        yield pb.AskEvent(delta=event.text)
+                        yield pb.AskStreamResponse(delta=event.text)
                     case ask_events.Finished():
-                        yield pb.AskEvent(result=ask_pb(event.result))
+                        yield pb.AskStreamResponse(result=ask_pb(event.result))
 
     async def Chat(
         self, request: pb.ChatRequest, context: Context
