@@ -137,9 +137,6 @@ class EventStream:
             self.cancel()
 
 
-ChatStream = EventStream
-
-
 async def open_stream(
     call: Any, convert_event: Callable[[Any], Event], terminal: frozenset[str]
 ) -> EventStream:

@@ -7,10 +7,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Awaitable
-from typing import TypeVar
 
-T = TypeVar("T")
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -46,13 +43,3 @@ class Spinner:
             sys.stderr.flush()
             frame += 1
             await asyncio.sleep(0.1)
-
-
-async def ticking(label: str, work: Awaitable[T], show: bool | None = None) -> T:
-    """Awaits ``work`` with a spinner showing."""
-    spinner = Spinner(label, show)
-    spinner.start()
-    try:
-        return await work
-    finally:
-        await spinner.stop()

@@ -29,7 +29,7 @@ from fastapi import APIRouter, Depends, Request
 from sse_starlette import ServerSentEvent
 
 from memex.gateway import metrics, models
-from memex.gateway.chat_stream import ChatStream, open_chat, status_code
+from memex.gateway.chat_stream import EventStream, open_chat, status_code
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
@@ -91,7 +91,7 @@ def _chunk(
     }
 
 
-async def _collect(stream: ChatStream) -> tuple[models.ChatMeta, str, models.MemexExtension]:
+async def _collect(stream: EventStream) -> tuple[models.ChatMeta, str, models.MemexExtension]:
     """Reads a whole reply; a failure mid-reply is still an HTTP error (nothing was sent)."""
     meta = models.ChatMeta(conversation_id="", model="", persona="")
     parts: list[str] = []
@@ -111,7 +111,7 @@ async def _collect(stream: ChatStream) -> tuple[models.ChatMeta, str, models.Mem
     return meta, "".join(parts), extension
 
 
-async def _chunks(stream: ChatStream) -> AsyncIterator[ServerSentEvent]:
+async def _chunks(stream: EventStream) -> AsyncIterator[ServerSentEvent]:
     gauge = metrics.OPEN_STREAMS.labels("/v1/chat/completions")
     gauge.inc()
     created = int(time.time())

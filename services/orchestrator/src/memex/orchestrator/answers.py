@@ -25,6 +25,7 @@ from memex.orchestrator.lexical import (
     terms,
 )
 from memex.orchestrator.sources import Source
+from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 
 QUOTE_CAP = 300
 VERBATIM_AT = 0.9
@@ -321,3 +322,38 @@ class RefStream:
 
     def _rewrite(self, text: str) -> str:
         return MARKER.sub(lambda match: _refs(match, self._sources), text)
+
+
+class ReplyStream:
+    """A model's reply on its way to the reader, for ask and chat alike: ``<think>`` dropped and a
+    ``@@CITATIONS@@`` tail kept apart (SPEC B9), cut at the first repeated sentence, source
+    numbers shown as refs as they arrive; then read as a whole (``read``)."""
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self._sources = list(sources)
+        self._filter = StreamFilter()
+        self._guard = RepeatGuard()
+        self._refs = RefStream(sources)
+        self.looping = False
+        """The model started repeating itself: stop it (close its stream), feed no more."""
+
+    def feed(self, piece: str) -> str:
+        """What the reader may see now of ``piece``."""
+        visible = self._filter.feed(piece)
+        if not visible or self.looping:
+            return ""
+        if self._guard.feed(visible):
+            self.looping = True
+            return ""
+        return self._refs.feed(visible)
+
+    def finish(self) -> str:
+        """Whatever was still held back, once the model has stopped."""
+        rest = "" if self.looping else self._filter.finish()
+        if rest and self._guard.feed(rest):
+            rest = ""
+        return self._refs.feed(rest) + self._refs.finish()
+
+    def read(self) -> Reading:
+        """The whole reply, grounded and graded (``read_reply``)."""
+        return read_reply(self._guard.kept, self._filter.citations_text, self._sources)

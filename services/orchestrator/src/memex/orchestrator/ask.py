@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from memex.orchestrator import sources as briefing_sources
-from memex.orchestrator.answers import SUPPORTED_AT, Reading, RefStream, on_topic, read_reply
+from memex.orchestrator.answers import SUPPORTED_AT, Reading, ReplyStream, on_topic
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
 from memex.orchestrator.core import Context
 from memex.orchestrator.fusion import rrf
@@ -37,7 +37,6 @@ from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan, Ste
 from memex.orchestrator.planner import parse_plan as read_plan
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import Source, estimate_tokens
-from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 from memex.shared.errors import InvalidArgument
 
 MAX_QUESTION_CHARS = 4000
@@ -189,25 +188,19 @@ class Asker:
         if sources:
             sensitive = [i.text for i in withheld]
             with timed("synthesize"):
-                text = ""
                 async for piece in self._answer(
                     answer_messages(persona, sources, query), sources, persona, sensitive, started
                 ):
                     if isinstance(piece, Draft):
                         yield piece
                     else:
-                        text = piece
-            stages.append("synthesize")
-            with timed("ground_check"):
-                reading = _reading(text, sources)
-            stages.append("ground_check")
+                        reading = piece
+            stages += ["synthesize", "ground_check"]
             if reading.attributed:
                 stages.append("attribute")
             if "revise" in persona.stages:
                 with timed("revise"):
-                    reading = await self._revise(
-                        query, sources, persona, text, reading, sensitive, started
-                    )
+                    reading = await self._revise(query, sources, persona, reading, sensitive)
                 stages.append("revise")
             self._settle(result, query, reading, sources)
         elif withheld:
@@ -277,13 +270,11 @@ class Asker:
         sources: list[Source],
         persona: Persona,
         sensitive: list[str],
-        started: float,
-    ) -> AsyncGenerator[Draft | str, None]:
-        """Streams the model's answer as Drafts, then yields its whole raw text (a str).
-
-        The stream filter drops ``<think>`` blocks and keeps a ``@@CITATIONS@@`` tail apart; a
-        model that starts repeating itself is stopped there."""
-        raw_filter, refs, guard = StreamFilter(), RefStream(sources), RepeatGuard()
+        started: float | None,
+    ) -> AsyncGenerator[Draft | Reading, None]:
+        """Streams the model's answer as Drafts, then yields what checking makes of it. The
+        first words are timed from ``started`` (None: a revision, not timed)."""
+        reply = ReplyStream(sources)
         generated = self._c.reasoner.stream(
             purpose="ask_synthesize",
             persona=persona.name,
@@ -293,25 +284,21 @@ class Asker:
             ),
             sensitive_texts=sensitive,
         )
-        first, looping = True, False
         async with contextlib.aclosing(generated):
             async for piece in generated:
-                visible = raw_filter.feed(piece)
-                if not visible:
-                    continue
-                if guard.feed(visible):
-                    looping = True
+                if text := reply.feed(piece):
+                    if started is not None and text.strip():
+                        STAGE_SECONDS.labels("ask_first_words").observe(
+                            time.perf_counter() - started
+                        )
+                        started = None
+                    yield Draft(text)
+                if reply.looping:
                     break
-                if first and visible.strip():
-                    STAGE_SECONDS.labels("ask_first_words").observe(time.perf_counter() - started)
-                    first = False
-                yield Draft(refs.feed(visible))
-        rest = "" if looping else raw_filter.finish()
-        if rest and not guard.feed(rest):
-            yield Draft(refs.feed(rest))
-        yield Draft(refs.finish())
-        tail = raw_filter.citations_text
-        yield guard.kept + (f"\n@@CITATIONS@@{tail}" if tail else "")
+        yield Draft(reply.finish())
+        with timed("ground_check"):
+            reading = reply.read()
+        yield reading
 
     async def _call(
         self,
@@ -373,28 +360,26 @@ class Asker:
         question: str,
         sources: list[Source],
         persona: Persona,
-        draft: str,
-        reading: Reading,
+        draft: Reading,
         sensitive: list[str],
-        started: float,
     ) -> Reading:
-        weak = [c.ref for c in reading.citations if c.support == "inference"]
+        weak = [c.ref for c in draft.citations if c.support == "inference"]
         problems = (
-            f"{reading.report.grounded} of {reading.report.cited} source numbers named a source "
-            f"shown; these did not: {', '.join(reading.report.dropped) or 'none'}; weakly "
+            f"{draft.report.grounded} of {draft.report.cited} source numbers named a source "
+            f"shown; these did not: {', '.join(draft.report.dropped) or 'none'}; weakly "
             f"supported: {', '.join(weak) or 'none'}."
         )
-        text = ""
+        reading = draft
         async for piece in self._answer(
-            revise_messages(persona, sources, question, draft, problems),
+            revise_messages(persona, sources, question, draft.answer, problems),
             sources,
             persona,
             sensitive,
-            started,
+            None,
         ):
-            if isinstance(piece, str):
-                text = piece
-        return _reading(text, sources)
+            if isinstance(piece, Reading):
+                reading = piece
+        return reading
 
 
 def _count(result: AskResult) -> None:
@@ -417,11 +402,6 @@ def _checked(question: str, limit: int) -> str:
     if not 0 <= limit <= 50:
         raise InvalidArgument(f"limit must be between 1 and 50 (0 for the default), not {limit}")
     return question
-
-
-def _reading(text: str, sources: list[Source]) -> Reading:
-    prose, _, tail = text.partition("\n@@CITATIONS@@")
-    return read_reply(prose, tail, sources)
 
 
 def _abstention(sources: list[Source]) -> str:

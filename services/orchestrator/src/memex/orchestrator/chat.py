@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from memex.orchestrator import sources as briefing_sources
-from memex.orchestrator.answers import RefStream, read_reply
+from memex.orchestrator.answers import ReplyStream
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.core import Context
 from memex.orchestrator.items import Citation
@@ -23,7 +23,6 @@ from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, STAGE_SECONDS, 
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import estimate_tokens
 from memex.orchestrator.store import Message
-from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError
 from memex.shared.logs import request_id_var
@@ -131,8 +130,7 @@ class Chatter:
                 ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in history
             ]
             messages.append(ChatMessage("user", chat_turn(sources, message)))
-            stream, refs, guard = StreamFilter(), RefStream(sources), RepeatGuard()
-            visible: list[str] = []
+            streamed = ReplyStream(sources)
             generated = c.reasoner.stream(
                 purpose="chat",
                 persona=persona.name,
@@ -140,29 +138,23 @@ class Chatter:
                 options=GenerateOptions(max_tokens=c.settings.answer_max_tokens, temperature=0.7),
                 sensitive_texts=[i.text for i in withheld],
             )
+            first_token = True
             # aclosing: when the client goes away the model call is closed (and cancelled) now,
             # not whenever the garbage collector gets to it.
             with timed("chat_stream"):
                 async with contextlib.aclosing(generated):
                     async for piece in generated:
-                        text = stream.feed(piece)
-                        if not text:
-                            continue
-                        if guard.feed(text):
-                            break  # the model is looping: stop it here
-                        if text := refs.feed(text):
-                            if not visible:
+                        if text := streamed.feed(piece):
+                            if first_token:
                                 first = time.perf_counter() - started
                                 STAGE_SECONDS.labels("chat_first_token").observe(first)
-                            visible.append(text)
+                                first_token = False
                             yield Delta(text)
-                rest = stream.finish()
-                if rest and guard.feed(rest):
-                    rest = ""
-                if text := refs.feed(rest) + refs.finish():
-                    visible.append(text)
+                        if streamed.looping:
+                            break  # the model is repeating itself: stop it here
+                if text := streamed.finish():
                     yield Delta(text)
-            reading = read_reply(guard.kept, stream.citations_text, sources)
+            reading = streamed.read()
             citations, report = reading.citations, reading.report
             shown = [s.item for s in sources]
             DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))

@@ -50,9 +50,9 @@ class OrchestratorSettings(ServiceSettings):
         200, gt=0, description="Token budget of an ask's answer (asked for in 1-3 sentences)."
     )
     briefing_tokens: int = Field(
-        800,
+        1000,
         ge=100,
-        description="Prompt tokens the numbered sources may take (estimated at 4 characters a "
+        description="Prompt tokens the numbered sources may take (estimated at 3.2 characters a "
         "token); further capped so the sources, rules, question and answer fit the reasoner's "
         "context. Prefill of these tokens is most of a CPU model's time to first word.",
     )
