@@ -174,7 +174,7 @@ async def test_chat_sizes_its_sources_to_what_the_model_reads_in_the_first_words
     context.info = dataclasses.replace(context.info, prefill_tokens_per_second=20.0)
     await collect(Chatter(context), "", "the deposit?")  # 5 s at 20 tokens/s: 100 tokens
     prompt = model.calls[0].messages[-1].content
-    assert "[1] " in prompt and "[2] " not in prompt  # one short source, never none
+    assert "[1] " in prompt and "[4] " not in prompt  # a floor of short sources, never all
 
     fast = make_context(tmp_path / "fast", model, FakeMemory(long_notes))
     fast.info = dataclasses.replace(fast.info, prefill_tokens_per_second=500.0)
