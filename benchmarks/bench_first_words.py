@@ -30,9 +30,9 @@ from pathlib import Path
 
 import grpc
 
+from memex.gateway.stack import private_stack_env
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.testing import private_stack_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "eval" / "scifact-train"
@@ -40,7 +40,7 @@ SHARED = ROOT.parent / "shared" / "eval" / "scifact-train"
 
 def cli(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "memex.cli", *args],
+        [sys.executable, "-m", "memex.gateway.cli", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ def settings_classes() -> list[type[BaseSettings]]:
             importlib.import_module(f"memex.{stage}.config")
         except ModuleNotFoundError:
             continue  # that service is not part of this installation
-    importlib.import_module("memex.shared.stack")
+    importlib.import_module("memex.gateway.stack")
     found: list[type[BaseSettings]] = []
     pending: list[type[BaseSettings]] = [BaseSettings]
     while pending:

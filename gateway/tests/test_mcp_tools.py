@@ -15,11 +15,11 @@ from mcp.types import CallToolResult
 
 from memex.common.v1 import common_pb2
 from memex.gateway.mcp.server import build_server
+from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2 as rpb
 from memex.retrieval.v1 import retrieval_pb2_grpc
-from memex.shared.stack import StackSettings
 from memex.shared.testing import free_port
 
 ENTITIES: list[dict[str, Any]] = [

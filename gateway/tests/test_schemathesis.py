@@ -20,10 +20,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from memex.gateway import apikeys
 from memex.gateway.app import create_app
 from memex.gateway.config import GatewaySettings
 from memex.gateway.testing import Gateway, running_gateway
-from memex.shared import apikeys
 
 schema = schemathesis.openapi.from_dict(create_app(GatewaySettings()).openapi())
 # Known at collection time, when schemathesis already builds some cases.

@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memex.gateway import apikeys
 from memex.gateway.app import StartupError, check_startup
 from memex.gateway.config import GatewaySettings, is_loopback
 from memex.gateway.security import RateLimiter
 from memex.gateway.testing import running_gateway
-from memex.shared import apikeys
 from memex.shared.testing import free_port
 
 

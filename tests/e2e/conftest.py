@@ -11,8 +11,9 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from memex.embedding.config import default_model_dir
+from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL
-from memex.shared.testing import private_stack_env, require
+from memex.shared.testing import require
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -45,7 +46,7 @@ def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
 @pytest.fixture
 def memex_cli(stack_env: dict[str, str]) -> Iterator[list[str]]:
     """The `memex` command for the private stack; the stack is stopped after the test."""
-    command = [sys.executable, "-m", "memex.cli"]
+    command = [sys.executable, "-m", "memex.gateway.cli"]
     yield command
     subprocess.run([*command, "down"], env=stack_env, timeout=90, check=False)
 

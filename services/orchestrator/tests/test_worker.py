@@ -11,13 +11,13 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY
 
+from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask import Asker, AskResult
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.health import check
-from memex.shared.stack import StackSettings, stack_services
-from memex.shared.testing import private_stack_env, serving
+from memex.shared.testing import serving
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
 

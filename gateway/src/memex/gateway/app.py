@@ -16,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from memex.gateway import errors
+from memex.gateway.apikeys import KeyRing
 from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
 from memex.gateway.middleware import BodyLimit, RequestContext
@@ -31,7 +32,6 @@ from memex.gateway.routes import (
     turns,
 )
 from memex.gateway.security import Guard, RateLimiter
-from memex.shared.apikeys import KeyRing
 from memex.shared.errors import MemexError
 
 log = logging.getLogger(__name__)

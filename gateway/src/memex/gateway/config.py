@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memex.shared.apikeys import keys_path
+from memex.gateway.apikeys import keys_path
 from memex.shared.settings import default_data_dir
 
 

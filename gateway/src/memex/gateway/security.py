@@ -13,8 +13,8 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memex.gateway import metrics
+from memex.gateway.apikeys import KeyRing
 from memex.gateway.errors import ApiError
-from memex.shared.apikeys import KeyRing
 from memex.shared.errors import MemexError
 
 bearer = HTTPBearer(auto_error=False, description="A key from `memex keys create NAME`.")

@@ -38,19 +38,6 @@ def free_ports(count: int) -> list[int]:
         return [int(sock.getsockname()[1]) for sock in socks]
 
 
-def private_stack_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a stack of its own: ``data_dir``, and a free port for every port
-    setting of the stack, so tests never collide with each other or with a running memex."""
-    from memex.shared.stack import StackSettings  # the stack module is not needed otherwise
-
-    names = [name for name in StackSettings.model_fields if name.endswith("_port")]
-    ports = {
-        f"MEMEX_{name.upper()}": str(port)
-        for name, port in zip(names, free_ports(len(names)), strict=True)
-    }
-    return {**os.environ, **ports, "MEMEX_DATA_DIR": str(data_dir), **extra}
-
-
 def require(path: Path, why: str) -> Path:
     """Returns ``path`` if it exists. Otherwise the test fails under CI (where everything must be
     prepared) and is skipped elsewhere, with ``why`` saying how to prepare it."""

@@ -12,7 +12,7 @@ import sys
 from pydantic import ValidationError
 
 from memex.gateway.mcp.server import build_server
-from memex.shared.stack import StackSettings
+from memex.gateway.stack import StackSettings
 
 
 def main() -> None:

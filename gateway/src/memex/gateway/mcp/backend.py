@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memex.gateway.stack import StackSettings, not_running_message
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.client import open_channel
-from memex.shared.stack import StackSettings, not_running_message
 
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi

@@ -7,7 +7,7 @@ from mcp.types import ToolAnnotations
 
 from memex.gateway.mcp.backend import Stack
 from memex.gateway.mcp.tools import Tools
-from memex.shared.stack import StackSettings
+from memex.gateway.stack import StackSettings
 
 INSTRUCTIONS = (
     "memex is the user's personal memory: their notes, people, events, inbox and beliefs. "

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, JsonValue
 
 from memex.common.v1 import common_pb2
+from memex.gateway.entities import resolve_entity
 from memex.gateway.mcp.backend import Stack
 from memex.gateway.mcp.models import (
     CHANNELS,
@@ -28,7 +29,6 @@ from memex.gateway.mcp.models import (
 )
 from memex.orchestrator.v1 import orchestrator_pb2
 from memex.retrieval.v1 import retrieval_pb2
-from memex.shared.entities import resolve_entity
 from memex.shared.errors import MemexError, NotFound
 
 Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD")]

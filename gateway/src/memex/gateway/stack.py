@@ -17,6 +17,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memex.shared.settings import default_data_dir
+from memex.shared.testing import free_ports
 
 
 class StackSettings(BaseSettings):
@@ -240,3 +241,14 @@ def worker_service(settings: StackSettings, orchestrator: ServiceDef) -> Service
             "MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT": str(settings.worker_metrics_port),
         },
     )
+
+
+def private_stack_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a stack of its own: ``data_dir``, and a free port for every port
+    setting of the stack, so tests never collide with each other or with a running memex."""
+    names = [name for name in StackSettings.model_fields if name.endswith("_port")]
+    ports = {
+        f"MEMEX_{name.upper()}": str(port)
+        for name, port in zip(names, free_ports(len(names)), strict=True)
+    }
+    return {**os.environ, **ports, "MEMEX_DATA_DIR": str(data_dir), **extra}

@@ -13,9 +13,9 @@ import sys
 import time
 from typing import Any
 
+from memex.gateway.stack import StackSettings, stack_services
+from memex.gateway.supervisor import Supervisor, probe, read_state
 from memex.shared.logs import configure_logging
-from memex.shared.stack import StackSettings, stack_services
-from memex.shared.supervisor import Supervisor, probe, read_state
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -42,7 +42,7 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
     log_path = settings.log_dir / "supervisor.log"
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memex.cli", "supervise"],
+            [sys.executable, "-m", "memex.gateway.cli", "supervise"],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -3,7 +3,7 @@
 A key is 32 random bytes (``mx_`` + URL-safe base64) shown once when created; the file keeps only
 its SHA-256. A slow hash (scrypt) protects guessable passwords; a 256-bit random token cannot be
 guessed, so a fast hash loses nothing and keeps verification cheap on every request. The CLI
-(`memex keys ...`) writes the file and the gateway reads it, which is why it lives in shared.
+(`memex keys ...`) writes the file and the gateway reads it; both are surfaces, so it lives here.
 """
 
 from __future__ import annotations

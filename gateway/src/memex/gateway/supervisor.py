@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from memex.gateway.stack import ServiceDef, StackSettings, stack_services
 from memex.shared.health import check, check_http
-from memex.shared.stack import ServiceDef, StackSettings, stack_services
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from memex.cli import rpc
+from memex.gateway.cli import rpc
+from memex.gateway.entities import resolve_entity
+from memex.gateway.stack import StackSettings
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.entities import resolve_entity
-from memex.shared.stack import StackSettings
 
 SERVICE = "memex.retrieval.v1.RetrievalService"
 READS = ["QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]

@@ -17,9 +17,9 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from memex.gateway.stack import not_running_message
 from memex.shared.client import open_channel
 from memex.shared.errors import InvalidArgument, MemexError, NotFound, PermissionDenied
-from memex.shared.stack import not_running_message
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memex.cli.eval_scoring import Change, Rate, Row, Summary, squash
+from memex.gateway.cli.eval_scoring import Change, Rate, Row, Summary, squash
 
 EXCERPT = 160
 

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
-from memex.shared import apikeys
+from memex.gateway import apikeys
+from memex.gateway.stack import StackSettings
 from memex.shared.errors import MemexError, NotFound
-from memex.shared.stack import StackSettings
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 1, 2, 4
 

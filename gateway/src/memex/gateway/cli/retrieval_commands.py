@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from memex.cli import rpc
 from memex.common.v1 import common_pb2
+from memex.gateway.cli import rpc
+from memex.gateway.stack import StackSettings
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.stack import StackSettings
 
 EXIT_BAD_INPUT = rpc.EXIT_BAD_INPUT
 SERVICE = "memex.retrieval.v1.RetrievalService"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from memex.cli import (
+from memex.gateway.cli import (
     ask_commands,
     chat_command,
     embed_command,
@@ -19,7 +19,7 @@ from memex.cli import (
     retrieval_commands,
     stack_commands,
 )
-from memex.shared.stack import StackSettings
+from memex.gateway.stack import StackSettings
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
 

@@ -27,7 +27,7 @@ def memex(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedPr
         **settings,
     }
     return subprocess.run(
-        [sys.executable, "-m", "memex.cli", *args],
+        [sys.executable, "-m", "memex.gateway.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -55,7 +55,7 @@ def test_commands_say_how_to_start_memex_when_it_is_down(tmp_path: Path, args: l
 def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
     env = {**os.environ, "MEMEX_EMBEDDING_PORT": "not-a-port"}
     result = subprocess.run(
-        [sys.executable, "-m", "memex.cli", "status"],
+        [sys.executable, "-m", "memex.gateway.cli", "status"],
         env=env,
         capture_output=True,
         text=True,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.cli import eval_report, rpc
-from memex.cli.eval_scoring import (
+from memex.gateway.cli import eval_report, rpc
+from memex.gateway.cli.eval_scoring import (
     Logged,
     Outcome,
     Question,
@@ -30,9 +30,9 @@ from memex.cli.eval_scoring import (
     resolve_queries,
     summarize,
 )
+from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.stack import StackSettings
 
 if TYPE_CHECKING:
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from memex.cli import eval_report
-from memex.cli.eval_scoring import (
+from memex.gateway.cli import eval_report
+from memex.gateway.cli.eval_scoring import (
     Logged,
     Outcome,
     Question,
