@@ -1,5 +1,5 @@
 -- The orchestrator's state, one SQLite database (WAL). Migrations are applied in order by
--- store.py; each block below `-- migration N` runs once, in a transaction, and bumps user_version.
+-- db.py; each block below `-- migration N` runs once, in a transaction, and bumps user_version.
 
 -- migration 1
 CREATE TABLE conversations (

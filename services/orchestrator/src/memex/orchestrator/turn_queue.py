@@ -1,0 +1,225 @@
+"""The queue of chat turns (SPEC B13): threads, their turns, and the workers' claims on them.
+
+A turn's claim is a single conditional UPDATE, so two workers (even in two processes) never hold
+the same turn; the answer and the answered state are written in one transaction that only succeeds
+while the claim is still held.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from memex.orchestrator.db import Database, new_id, now_iso
+from memex.orchestrator.items import Citation
+from memex.shared.errors import NotFound
+
+ERROR_TEXT_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    thread_id: str
+    role: str
+    text: str
+    citations: list[dict[str, Any]]
+    state: str
+    error: str
+    seq: int
+    created_at: str
+    tenant: str = ""
+
+
+@dataclass(frozen=True)
+class Thread:
+    id: str
+    title: str
+    created_at: str
+
+
+class TurnQueue(Database):
+    """Queued chat turns (SPEC B13): pending → thinking (claimed, leased) → answered | error."""
+
+    def create_turn(self, tenant: str, thread_id: str, text: str, title: str) -> Turn:
+        """A pending user turn, in a new thread when ``thread_id`` is empty."""
+        stamp = now_iso()
+        with self._tx() as db:
+            if thread_id:
+                if (
+                    db.execute(
+                        "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
+                    ).fetchone()
+                    is None
+                ):
+                    raise NotFound(f"no thread {thread_id!r}")
+            else:
+                thread_id = new_id()
+                db.execute(
+                    "INSERT INTO threads VALUES (?, ?, ?, ?)", (thread_id, tenant, title, stamp)
+                )
+            turn_id = new_id()
+            seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns").fetchone()[0])
+            db.execute(
+                "INSERT INTO turns (id, thread_id, role, text, state, seq, created_at) "
+                "VALUES (?, ?, 'user', ?, 'pending', ?, ?)",
+                (turn_id, thread_id, text, seq, stamp),
+            )
+        return self.get_turn(tenant, turn_id)
+
+    def get_turn(self, tenant: str, turn_id: str) -> Turn:
+        """One turn; NotFound if unknown to this tenant."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT t.*, h.tenant FROM turns t JOIN threads h ON h.id = t.thread_id "
+                "WHERE t.id = ? AND h.tenant = ?",
+                (turn_id, tenant),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no turn {turn_id!r}")
+        return _turn(row)
+
+    def list_threads(self, tenant: str, limit: int = 50) -> list[Thread]:
+        """The tenant's threads, newest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM threads WHERE tenant = ? ORDER BY created_at DESC LIMIT ?",
+                (tenant, limit),
+            ).fetchall()
+        return [Thread(r["id"], r["title"], r["created_at"]) for r in rows]
+
+    def list_turns(self, tenant: str, thread_id: str) -> list[Turn]:
+        """Every turn of a thread, oldest first; NotFound for an unknown thread."""
+        with self._lock:
+            if (
+                self._db.execute(
+                    "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
+                ).fetchone()
+                is None
+            ):
+                raise NotFound(f"no thread {thread_id!r}")
+            rows = self._db.execute(
+                "SELECT t.*, ? AS tenant FROM turns t WHERE thread_id = ? ORDER BY seq",
+                (tenant, thread_id),
+            ).fetchall()
+        return [_turn(r) for r in rows]
+
+    def claim_next(self, worker_id: str, lease_seconds: float) -> Turn | None:
+        """Atomically moves the oldest pending user turn to thinking, leased to ``worker_id``."""
+        with self._tx() as db:
+            row = db.execute(
+                "UPDATE turns SET state = 'thinking', claimed_by = ?, lease_until = ? "
+                "WHERE id = (SELECT id FROM turns WHERE role = 'user' AND state = 'pending' "
+                "            ORDER BY seq LIMIT 1) AND state = 'pending' "
+                "RETURNING *, "
+                "(SELECT tenant FROM threads WHERE threads.id = turns.thread_id) AS tenant",
+                (worker_id, time.time() + lease_seconds),
+            ).fetchone()
+        return _turn(row) if row is not None else None
+
+    def renew_lease(self, turn_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Extends a claim; False when the claim was lost."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE turns SET lease_until = ? "
+                "WHERE id = ? AND claimed_by = ? AND state = 'thinking'",
+                (time.time() + lease_seconds, turn_id, worker_id),
+            )
+        return cursor.rowcount == 1
+
+    def requeue_expired(self) -> int:
+        """Puts turns whose worker died (lease expired while thinking) back to pending."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE turns SET state = 'pending', claimed_by = '', lease_until = 0 "
+                "WHERE state = 'thinking' AND lease_until < ?",
+                (time.time(),),
+            )
+        return cursor.rowcount
+
+    def requeue_worker(self, worker_id: str) -> int:
+        """Puts back every turn held by ``worker_id`` (a restarted worker's own orphans)."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE turns SET state = 'pending', claimed_by = '', lease_until = 0 "
+                "WHERE state = 'thinking' AND claimed_by = ?",
+                (worker_id,),
+            )
+        return cursor.rowcount
+
+    def prior_turns(self, turn: Turn) -> list[Turn]:
+        """The thread's answered questions before ``turn``, each followed by its answer."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT *, '' AS tenant FROM turns WHERE thread_id = ? ORDER BY seq",
+                (turn.thread_id,),
+            ).fetchall()
+        replies = {r["reply_to"]: _turn(r) for r in rows if r["role"] == "assistant"}
+        prior: list[Turn] = []
+        for row in rows:
+            if row["role"] == "user" and row["seq"] < turn.seq and row["state"] == "answered":
+                prior.append(_turn(row))
+                if row["id"] in replies:
+                    prior.append(replies[row["id"]])
+        return prior
+
+    def answer_turn(
+        self, turn: Turn, worker_id: str, text: str, citations: Sequence[Citation]
+    ) -> bool:
+        """Writes the assistant turn and marks the user turn answered, in one transaction, only if
+        ``worker_id`` still holds the claim (so a turn is answered exactly once)."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE turns SET state = 'answered', lease_until = 0 "
+                "WHERE id = ? AND claimed_by = ? AND state = 'thinking'",
+                (turn.id, worker_id),
+            )
+            if cursor.rowcount != 1:
+                return False
+            seq = int(db.execute("SELECT MAX(seq) + 1 FROM turns").fetchone()[0])
+            db.execute(
+                "INSERT INTO turns "
+                "(id, thread_id, role, text, citations, state, reply_to, seq, created_at) "
+                "VALUES (?, ?, 'assistant', ?, ?, 'answered', ?, ?, ?)",
+                (
+                    new_id(),
+                    turn.thread_id,
+                    text,
+                    json.dumps([asdict(c) for c in citations]),
+                    turn.id,
+                    seq,
+                    now_iso(),
+                ),
+            )
+        return True
+
+    def fail_turn(self, turn: Turn, worker_id: str, error: str) -> bool:
+        """Marks a claimed turn as failed, with the error truncated."""
+        if len(error) > ERROR_TEXT_LIMIT:
+            error = error[: ERROR_TEXT_LIMIT - 1] + "…"
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE turns SET state = 'error', error = ?, lease_until = 0 "
+                "WHERE id = ? AND claimed_by = ? AND state = 'thinking'",
+                (error, turn.id, worker_id),
+            )
+        return cursor.rowcount == 1
+
+
+def _turn(row: sqlite3.Row) -> Turn:
+    return Turn(
+        row["id"],
+        row["thread_id"],
+        row["role"],
+        row["text"],
+        json.loads(row["citations"]),
+        row["state"],
+        row["error"],
+        row["seq"],
+        row["created_at"],
+        row["tenant"] or "",
+    )
