@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.core import Context
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
+from memex.orchestrator.service import Orchestrator, build_orchestrator
 from memex.orchestrator.store import OrchestratorStore
 
 
@@ -109,19 +108,19 @@ NOTES = [
 ]
 
 
-def make_context(
-    tmp_path: Path, reasoner: ScriptedReasoner, memory: FakeMemory, **settings: Any
-) -> Context:
+def make_orchestrator(
+    tmp_path: Path,
+    reasoner: ScriptedReasoner,
+    memory: FakeMemory,
+    *,
+    prefill_tokens_per_second: float = 0.0,
+    **settings: Any,
+) -> Orchestrator:
+    """The orchestrator as the service wires it, over a scripted model and a fake memory."""
     config = OrchestratorSettings(
         data_dir=tmp_path / "orchestrator", personas_dir=tmp_path / "personas", **settings
     )
     store = OrchestratorStore(config.state_path)
-    info = ReasonerInfo("stub", "scripted", 8192, reasoner.local)
-    return Context(
-        config,
-        store,
-        memory,
-        AuditedReasoner(reasoner, store, info.model),
-        info,
-        load_personas(config.personas_dir),
-    )
+    info = ReasonerInfo("stub", "scripted", 8192, reasoner.local, prefill_tokens_per_second)
+    personas = load_personas(config.personas_dir)
+    return build_orchestrator(config, store, memory, reasoner, info, personas)

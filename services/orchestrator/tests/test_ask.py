@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 
-from memex.orchestrator.ask import Asker, Draft, Finished, Started
+from memex.orchestrator.ask import Draft, Finished, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
-from memex.orchestrator.chat import Chatter
 from memex.orchestrator.items import ShownItem
-from memex.orchestrator.service import Orchestrator
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 PLAN = "You plan how to look up"
 ANSWER = "How to answer:"
@@ -33,11 +31,11 @@ async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
     tmp_path: Path,
 ) -> None:
     model = reasoner()
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    result = await Asker(context).ask("me", "What did we agree about the deposit?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "What did we agree about the deposit?")
 
     assert len(model.calls) == 1
-    [row] = context.store.query("SELECT purpose FROM llm_log")
+    [row] = o.store.query("SELECT purpose FROM llm_log")
     assert row["purpose"] == "ask_synthesize"
     assert result.stages == ["retrieve", "synthesize", "ground_check"]
     prompt = model.calls[0].messages[-1].content
@@ -64,8 +62,8 @@ async def test_questions_about_records_earn_the_plan_hop_which_sees_no_data(
 ) -> None:
     plan = {"steps": [{"tool": "list_inbox"}, {"tool": "search_vault", "query": "deposit"}]}
     model = reasoner(plan=plan)
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    result = await Asker(context).ask("me", "What is pending in my inbox about the deposit?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "What is pending in my inbox about the deposit?")
     assert len(model.calls) == 2
     assert result.stages == ["plan", "retrieve", "synthesize", "ground_check"]
     plan_prompt = " ".join(m.content for m in model.calls[0].messages)
@@ -76,8 +74,8 @@ async def test_questions_about_records_earn_the_plan_hop_which_sees_no_data(
 @pytest.mark.parametrize(("mode", "calls"), [("always", 2), ("never", 1), ("auto", 1)])
 async def test_the_plan_hop_setting(tmp_path: Path, mode: str, calls: int) -> None:
     model = reasoner(plan={"steps": [{"tool": "search_vault", "query": "deposit"}]})
-    context = make_context(tmp_path, model, FakeMemory(NOTES), plan_hop=mode)
-    await Asker(context).ask("me", "What did we agree about the deposit?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop=mode)
+    await o.asker.ask("me", "What did we agree about the deposit?")
     assert len(model.calls) == calls
 
 
@@ -90,19 +88,17 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
         ]
     }
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
-    result = await Asker(context).ask("me", "the deposit?")
+    o = make_orchestrator(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
+    result = await o.asker.ask("me", "the deposit?")
     assert len(result.dropped_steps) == 3
     assert "not allowlisted" in result.dropped_steps[0]
     assert [s.query for s in memory.searches] == ["the deposit?"]
-    [row] = context.store.query(
-        "SELECT dropped_steps FROM telemetry_turns WHERE id = ?", result.turn_id
-    )
+    [row] = o.store.query("SELECT dropped_steps FROM telemetry_turns WHERE id = ?", result.turn_id)
     assert json.loads(row["dropped_steps"]) == result.dropped_steps  # reported in telemetry
 
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path / "b", reasoner(plan="not json"), memory, plan_hop="always")
-    await Asker(context).ask("me", "boiler?")
+    o = make_orchestrator(tmp_path / "b", reasoner(plan="not json"), memory, plan_hop="always")
+    await o.asker.ask("me", "boiler?")
     assert [s.query for s in memory.searches] == ["boiler?"]
 
 
@@ -110,8 +106,8 @@ async def test_plan_steps_that_find_nothing_fall_back_to_the_question(tmp_path: 
     """A full memory never gets the empty-memory answer because a records step came back empty."""
     plan = {"steps": [{"tool": "query_records", "collection": "events"}]}
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
-    result = await Asker(context).ask("me", "What did we agree about the deposit?")
+    o = make_orchestrator(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
+    result = await o.asker.ask("me", "What did we agree about the deposit?")
     assert [s.query for s in memory.searches] == ["What did we agree about the deposit?"]
     assert "fallback_search" in result.stages
     assert result.answer != EMPTY_MEMORY_ANSWER and not result.abstained
@@ -121,14 +117,16 @@ async def test_an_empty_memory_gets_the_canned_answer_without_a_model_call(
     tmp_path: Path,
 ) -> None:
     model = reasoner()
-    result = await Asker(make_context(tmp_path, model, FakeMemory([]))).ask("me", "anything?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory([])).asker.ask("me", "anything?")
     assert result.answer == EMPTY_MEMORY_ANSWER and result.abstained
     assert model.calls == []
 
 
 async def test_sensitive_items_are_withheld_from_a_remote_reasoner(tmp_path: Path) -> None:
     model = reasoner(local=False)
-    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "how am I?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "how am I?"
+    )
     prompt = model.calls[0].messages[-1].content
     assert "panic" not in prompt
     assert "£800" in prompt
@@ -140,18 +138,20 @@ async def test_a_local_reasoner_sees_sensitive_items_unless_the_setting_says_no(
     tmp_path: Path,
 ) -> None:
     model = reasoner()
-    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "how am I?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "how am I?"
+    )
     assert "panic" in model.calls[0].messages[-1].content and result.withheld == 0
 
     model = reasoner()
-    context = make_context(tmp_path / "b", model, FakeMemory(NOTES), local_sees_sensitive=False)
-    result = await Asker(context).ask("me", "how am I?")
+    o = make_orchestrator(tmp_path / "b", model, FakeMemory(NOTES), local_sees_sensitive=False)
+    result = await o.asker.ask("me", "how am I?")
     assert "panic" not in model.calls[0].messages[-1].content and result.withheld == 1
 
 
 async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
     model = reasoner()
-    await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "q?", limit=1)
+    await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask("me", "q?", limit=1)
     prompt = model.calls[0].messages[-1].content
     assert "[1] " in prompt and "[2] " not in prompt
 
@@ -171,19 +171,19 @@ async def test_answers_that_do_not_rest_on_a_source_abstain_and_say_so(
     tmp_path: Path, reply: list[str], reason: str
 ) -> None:
     model = reasoner(reply)
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    result = await Asker(context).ask("me", "the deposit?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "the deposit?")
     assert result.abstained and result.citations == [] and result.abstain_reason == reason
     assert result.answer.startswith("I could not ground an answer to this in your notes")
     assert "The closest notes were [[Flat lease]], [[Boiler]], [[Therapy]]." in result.answer
     assert result.opinion == ""  # a right answer never hides in opinion
-    [row] = context.store.query("SELECT abstained FROM telemetry_turns")
+    [row] = o.store.query("SELECT abstained FROM telemetry_turns")
     assert row["abstained"] == 1
 
 
 async def test_an_answer_resting_on_sources_about_something_else_abstains(tmp_path: Path) -> None:
     model = reasoner(["You drive a car that cost £800 [1]."])
-    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask(
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
         "me", "What car do I drive?"
     )
     assert result.abstained and result.abstain_reason == "off_topic"
@@ -193,16 +193,16 @@ async def test_an_answer_that_forgot_its_numbers_is_attributed_when_a_source_hol
     tmp_path: Path,
 ) -> None:
     model = reasoner(["The boiler was fixed after three visits."])
-    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "boiler?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask("me", "boiler?")
     assert not result.abstained and "attribute" in result.stages
     [citation] = result.citations
     assert (citation.ref, citation.support) == ("[[Boiler]]", "verbatim")
 
 
 async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path) -> None:
-    context = make_context(tmp_path, reasoner(), FakeMemory(NOTES))
-    result = await Asker(context).ask("me", "the deposit?")
-    rows = context.store.query(
+    o = make_orchestrator(tmp_path, reasoner(), FakeMemory(NOTES))
+    result = await o.asker.ask("me", "the deposit?")
+    rows = o.store.query(
         "SELECT item_id, final_rank, cited FROM telemetry_retrievals WHERE turn_id = ? "
         "ORDER BY final_rank",
         result.turn_id,
@@ -213,8 +213,8 @@ async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path)
         ("c3", 0),
         ("entities:dana", 1),
     ]
-    assert context.store.query("SELECT COUNT(*) FROM conversations")[0][0] == 0  # no conversation
-    [logged] = context.store.list_logged_asks("me", 10)  # what eval --replay asks again
+    assert o.store.query("SELECT COUNT(*) FROM conversations")[0][0] == 0  # no conversation
+    [logged] = o.store.list_logged_asks("me", 10)  # what eval --replay asks again
     assert (logged.answer, logged.cited_refs) == (
         result.answer,
         ["[[Flat lease]]", "entities:dana"],
@@ -225,7 +225,7 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
     model = reasoner(["The dep", "osit is £800 [", "1", "]. Dana", " is the landlord [4]."])
     events = [
         e
-        async for e in Asker(make_context(tmp_path, model, FakeMemory(NOTES))).stream(
+        async for e in make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.stream(
             "me", "the deposit?"
         )
     ]
@@ -243,7 +243,7 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
 async def test_a_model_that_loops_is_stopped_at_the_first_repeat(tmp_path: Path) -> None:
     loop = ["The deposit is £800 [1]. ", "Dana is the landlord [4]. "] * 20
     model = reasoner(loop)
-    result = await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask("me", "deposit?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask("me", "deposit?")
     assert (
         result.answer == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
     )
@@ -268,12 +268,12 @@ async def test_a_quote_is_graded_against_the_chunk_that_holds_it(tmp_path: Path)
         )
     ]
     model = reasoner(["The rent is £48 a year [2]."])
-    context = make_context(tmp_path, model, FakeMemory(chunks))
-    result = await Asker(context).ask("me", "What is the rent?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(chunks))
+    result = await o.asker.ask("me", "What is the rent?")
     [citation] = result.citations
     assert (citation.item_id, citation.support) == ("c1", "verbatim")
     assert citation.quote == "The rent is £48 a year, paid in March."
-    cited = context.store.query("SELECT item_id FROM telemetry_retrievals WHERE cited = 1")
+    cited = o.store.query("SELECT item_id FROM telemetry_retrievals WHERE cited = 1")
     assert [r["item_id"] for r in cited] == ["c1"]
 
 
@@ -282,8 +282,8 @@ async def test_the_skeptic_runs_its_extra_stages_each_audited(tmp_path: Path) ->
         {PLAN: [json.dumps({"steps": []})], "AGAINST": ["counter query"], ANSWER: GOOD}
     )
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, model, memory)
-    result = await Asker(context).ask("me", "the deposit?", persona_name="skeptic")
+    o = make_orchestrator(tmp_path, model, memory)
+    result = await o.asker.ask("me", "the deposit?", persona_name="skeptic")
     assert result.stages == [
         "retrieve",
         "seek_counter_evidence",
@@ -292,30 +292,29 @@ async def test_the_skeptic_runs_its_extra_stages_each_audited(tmp_path: Path) ->
         "revise",
     ]
     assert len(model.calls) == 3
-    assert context.store.query("SELECT COUNT(*) FROM llm_log")[0][0] == 3
+    assert o.store.query("SELECT COUNT(*) FROM llm_log")[0][0] == 3
     assert [s.query for s in memory.searches] == ["the deposit?", "counter query"]
     assert memory.searches[0].include_contested and memory.searches[0].k == 20
 
 
 async def test_an_unwritable_audit_log_means_no_model_call(tmp_path: Path) -> None:
     model = reasoner()
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    context.store.query("PRAGMA query_only = 1")  # the database refuses every write
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    o.store.query("PRAGMA query_only = 1")  # the database refuses every write
     with pytest.raises(FailedPrecondition, match="audit log cannot be written"):
-        await Asker(context).ask("me", "the deposit?")
+        await o.asker.ask("me", "the deposit?")
     assert model.calls == []
 
 
 async def test_audit_rows_are_redacted(tmp_path: Path) -> None:
     model = reasoner(local=False)
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    await Asker(context).ask("me", "email dana@example.com about the deposit")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    await o.asker.ask("me", "email dana@example.com about the deposit")
     logged = " ".join(
-        r["prompt"] + r["response"]
-        for r in context.store.query("SELECT prompt, response FROM llm_log")
+        r["prompt"] + r["response"] for r in o.store.query("SELECT prompt, response FROM llm_log")
     )
     assert "dana@example.com" not in logged and "[EMAIL]" in logged
-    assert all(r["outcome"] == "ok" for r in context.store.query("SELECT outcome FROM llm_log"))
+    assert all(r["outcome"] == "ok" for r in o.store.query("SELECT outcome FROM llm_log"))
 
 
 @pytest.mark.parametrize(("question", "limit"), [("", 0), ("   ", 0), ("x" * 4001, 0), ("ok?", 51)])
@@ -324,18 +323,17 @@ async def test_bad_questions_are_refused_before_any_model_call(
 ) -> None:
     model = reasoner()
     with pytest.raises(InvalidArgument):
-        await Asker(make_context(tmp_path, model, FakeMemory(NOTES))).ask(
+        await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
             "me", question, limit=limit
         )
     assert model.calls == []
 
 
 async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path) -> None:
-    context = make_context(tmp_path, reasoner(), FakeMemory(NOTES))
-    o = Orchestrator(context, Asker(context), Chatter(context))
+    o = make_orchestrator(tmp_path, reasoner(), FakeMemory(NOTES))
     items, turn_id = await o.search("me", "the deposit", "", 3)
     assert len(items) == 3
-    [turn] = context.store.query(
+    [turn] = o.store.query(
         "SELECT kind, query, persona, model, abstained, latency_ms FROM telemetry_turns "
         "WHERE id = ?",
         turn_id,
@@ -347,7 +345,7 @@ async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path)
         "scripted",
     )
     assert turn["latency_ms"] > 0
-    rows = context.store.query(
+    rows = o.store.query(
         "SELECT item_id, final_rank, cited, channel_scores FROM telemetry_retrievals "
         "WHERE turn_id = ? ORDER BY final_rank",
         turn_id,
@@ -375,11 +373,11 @@ async def test_a_persona_with_reframe_rewrites_the_question_before_planning(tmp_
         }
     )
     memory = FakeMemory(NOTES)
-    context = make_context(tmp_path, model, memory, plan_hop="always")
-    result = await Asker(context).ask("me", "deposit?", persona_name="editor")
+    o = make_orchestrator(tmp_path, model, memory, plan_hop="always")
+    result = await o.asker.ask("me", "deposit?", persona_name="editor")
     assert result.stages == ["reframe", "plan", "retrieve", "synthesize", "ground_check"]
     assert result.reframed_question == "What deposit did Dana agree to?"
     assert model.calls[1].messages[-1].content == "Question: What deposit did Dana agree to?"
     assert [s.query for s in memory.searches] == ["What deposit did Dana agree to?"]
-    purposes = context.store.query("SELECT purpose FROM llm_log ORDER BY created_at")
+    purposes = o.store.query("SELECT purpose FROM llm_log ORDER BY created_at")
     assert [r["purpose"] for r in purposes] == ["ask_reframe", "ask_plan", "ask_synthesize"]

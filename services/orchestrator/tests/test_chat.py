@@ -10,7 +10,7 @@ import pytest
 from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
 from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 CHAT = "How to reply:"
 REPLY = [
@@ -32,9 +32,9 @@ async def collect(
 
 async def test_a_chat_streams_meta_deltas_citations_done_and_is_stored(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: REPLY})
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
     events = await collect(
-        Chatter(context), "", "What about the deposit we agreed with Dana last winter, again?"
+        o.chatter, "", "What about the deposit we agreed with Dana last winter, again?"
     )
 
     assert (
@@ -50,21 +50,21 @@ async def test_a_chat_streams_meta_deltas_citations_done_and_is_stored(tmp_path:
     done = events[-1]
     assert isinstance(done, Done) and done.chunks_considered == 4
 
-    conversation, messages = context.store.get_conversation("me", events[0].conversation_id)
+    conversation, messages = o.store.get_conversation("me", events[0].conversation_id)
     assert conversation.title == "What about the deposit we agreed with Dana last winter,"
     assert [(m.role, m.text) for m in messages] == [
         ("user", "What about the deposit we agreed with Dana last winter, again?"),
         ("assistant", "Dana keeps the deposit: £800."),
     ]
     assert messages[1].citations[0]["episode_id"] == "ep-deposit"
-    [row] = context.store.query("SELECT kind, conversation_id FROM telemetry_turns")
+    [row] = o.store.query("SELECT kind, conversation_id FROM telemetry_turns")
     assert (row["kind"], row["conversation_id"]) == ("chat", conversation.id)
 
 
 async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["fine.\n@@CITATIONS@@\n[]"]})
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    chatter = Chatter(context)
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    chatter = o.chatter
     first = await collect(chatter, "", "message 0")
     conversation = first[0].conversation_id  # type: ignore[union-attr]
     for n in range(1, 8):
@@ -80,7 +80,7 @@ async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_
 
 async def test_an_empty_memory_is_briefed_literally(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["I have nothing yet.\n@@CITATIONS@@\n[]"]})
-    await collect(Chatter(make_context(tmp_path, model, FakeMemory([]))), "", "hello")
+    await collect(make_orchestrator(tmp_path, model, FakeMemory([])).chatter, "", "hello")
     assert "The memory is empty" in model.calls[0].messages[-1].content
 
 
@@ -89,7 +89,7 @@ async def test_sensitive_items_are_withheld_from_a_remote_model_with_the_note(
 ) -> None:
     model = ScriptedReasoner({CHAT: ["ok.\n@@CITATIONS@@[]"]}, local=False)
     events = await collect(
-        Chatter(make_context(tmp_path, model, FakeMemory(NOTES))), "", "how am I?"
+        make_orchestrator(tmp_path, model, FakeMemory(NOTES)).chatter, "", "how am I?"
     )
     assert "panic" not in model.calls[0].messages[-1].content
     text = "".join(e.text for e in events if isinstance(e, Delta))
@@ -103,7 +103,7 @@ async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: 
 
     model = ScriptedReasoner({CHAT: ["never"]})
     events = await collect(
-        Chatter(make_context(tmp_path, model, FakeMemory(NOTES, on_search=fail))), "", "hi"
+        make_orchestrator(tmp_path, model, FakeMemory(NOTES, on_search=fail)).chatter, "", "hi"
     )
     assert isinstance(events[0], Meta)
     assert isinstance(events[-1], Error) and events[-1].error.message == "retrieval is down"
@@ -111,7 +111,7 @@ async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: 
 
 
 async def test_bad_requests_fail_before_the_stream(tmp_path: Path) -> None:
-    chatter = Chatter(make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES)))
+    chatter = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES)).chatter
     with pytest.raises(InvalidArgument):
         await collect(chatter, "", "  ")
     with pytest.raises(NotFound):
@@ -135,8 +135,8 @@ class RecordingMemory:
 async def test_replies_are_never_sent_to_memory(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: REPLY})
     memory = RecordingMemory(FakeMemory(NOTES))
-    context = make_context(tmp_path, model, memory)  # type: ignore[arg-type]
-    chatter = Chatter(context)
+    o = make_orchestrator(tmp_path, model, memory)  # type: ignore[arg-type]
+    chatter = o.chatter
     first = await collect(chatter, "", "What about the deposit?")
     await collect(chatter, first[0].conversation_id, "And then?")  # type: ignore[union-attr]
     # Memory is only ever read, with the user's words: the assistant's reply never reaches it.
@@ -146,8 +146,8 @@ async def test_replies_are_never_sent_to_memory(tmp_path: Path) -> None:
 
 async def test_a_chat_cites_sources_by_number_and_streams_their_refs(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["It was £800 [", "1], and the boiler", " got fixed [2]."]})
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    events = await collect(Chatter(context), "", "What about the deposit and the boiler?")
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(o.chatter, "", "What about the deposit and the boiler?")
     deltas = "".join(e.text for e in events if isinstance(e, Delta))
     assert deltas == "It was £800 [[Flat lease]], and the boiler got fixed [[Boiler]]."
     citations = next(e for e in events if isinstance(e, Citations)).citations
@@ -157,9 +157,9 @@ async def test_a_chat_cites_sources_by_number_and_streams_their_refs(tmp_path: P
 
 async def test_a_looping_reply_is_cut_at_the_repeat(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["I am here for you today. ", "Tell me more about it. "] * 30})
-    context = make_context(tmp_path, model, FakeMemory(NOTES))
-    events = await collect(Chatter(context), "", "hello")
-    _, messages = context.store.get_conversation("me", events[0].conversation_id)  # type: ignore[union-attr]
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(o.chatter, "", "hello")
+    _, messages = o.store.get_conversation("me", events[0].conversation_id)  # type: ignore[union-attr]
     assert messages[1].text == "I am here for you today. Tell me more about it."
 
 
@@ -170,13 +170,13 @@ async def test_chat_sizes_its_sources_to_what_the_model_reads_in_the_first_words
         dataclasses.replace(n, text=f"{n.text} " + "More of the same note. " * 12) for n in NOTES
     ]
     model = ScriptedReasoner({CHAT: ["ok."]})
-    context = make_context(tmp_path, model, FakeMemory(long_notes))
-    context.info = dataclasses.replace(context.info, prefill_tokens_per_second=20.0)
-    await collect(Chatter(context), "", "the deposit?")  # 5 s at 20 tokens/s: 100 tokens
+    o = make_orchestrator(tmp_path, model, FakeMemory(long_notes), prefill_tokens_per_second=20.0)
+    await collect(o.chatter, "", "the deposit?")  # 5 s at 20 tokens/s: 100 tokens
     prompt = model.calls[0].messages[-1].content
     assert "[1] " in prompt and "[4] " not in prompt  # a floor of short sources, never all
 
-    fast = make_context(tmp_path / "fast", model, FakeMemory(long_notes))
-    fast.info = dataclasses.replace(fast.info, prefill_tokens_per_second=500.0)
-    await collect(Chatter(fast), "", "the deposit?")
+    fast = make_orchestrator(
+        tmp_path / "fast", model, FakeMemory(long_notes), prefill_tokens_per_second=500.0
+    )
+    await collect(fast.chatter, "", "the deposit?")
     assert "[4] " in model.calls[1].messages[-1].content

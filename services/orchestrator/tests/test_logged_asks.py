@@ -11,9 +11,6 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.chat import Chatter
-from memex.orchestrator.core import Context
 from memex.orchestrator.items import Citation
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.servicer import OrchestratorServicer
@@ -23,7 +20,7 @@ from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.server import EngineSlot
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 
 def cite(ref: str, item_id: str) -> Citation:
@@ -70,9 +67,9 @@ def test_an_ask_keeps_its_answer_and_cited_refs_newest_first(tmp_path: Path) -> 
     store.close()
 
 
-async def test_context_record_derives_the_refs_from_the_citations(tmp_path: Path) -> None:
-    context = make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
-    await context.record(
+async def test_the_recorder_derives_the_refs_from_the_citations(tmp_path: Path) -> None:
+    o = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
+    await o.pipeline.recorder.record(
         tenant="me",
         kind="ask",
         query="deposit?",
@@ -86,9 +83,9 @@ async def test_context_record_derives_the_refs_from_the_citations(tmp_path: Path
         ],
         answer="£800.",
     )
-    [logged] = context.store.list_logged_asks("me")
+    [logged] = o.store.list_logged_asks("me")
     assert (logged.answer, logged.cited_refs) == ("£800.", ["[[Flat lease]]", "[[Boiler]]"])
-    context.store.close()
+    o.store.close()
 
 
 def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(tmp_path: Path) -> None:
@@ -112,10 +109,10 @@ def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(tmp_p
 
 
 @pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Context]]:
-    context = make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
+async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Orchestrator]]:
+    o = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
     slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
-    slot.set(Orchestrator(context, Asker(context), Chatter(context)))
+    slot.set(o)
     server = grpc.aio.server(interceptors=[CallInterceptor()])
     orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
         OrchestratorServicer(slot), server
@@ -124,17 +121,17 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Context]]:
     await server.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel), context
+            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel), o
     finally:
         await server.stop(None)
-        context.store.close()
+        o.store.close()
 
 
-async def test_list_logged_asks_over_grpc(served: tuple[Any, Context]) -> None:
-    stub, context = served
+async def test_list_logged_asks_over_grpc(served: tuple[Any, Orchestrator]) -> None:
+    stub, o = served
     for i in range(3):
-        context.store.record_telemetry(
-            tenant=context.settings.default_tenant,
+        o.store.record_telemetry(
+            tenant=o.settings.default_tenant,
             kind="ask",
             query=f"q{i}?",
             latency_ms=i,

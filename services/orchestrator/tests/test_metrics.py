@@ -8,12 +8,10 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY, generate_latest
 
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.chat import Chatter, Delta, Meta
+from memex.orchestrator.chat import Delta, Meta
 from memex.orchestrator.chat import Done as ChatDone
-from memex.orchestrator.service import Orchestrator
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 PLAN = "You plan how to look up"
 ANSWER = "How to answer:"
@@ -55,7 +53,7 @@ def plan_and_answer() -> dict[str, list[str]]:
 
 async def test_an_ask_is_timed_per_stage_and_counted_by_outcome(tmp_path: Path) -> None:
     # A remote reasoner, so the sensitive note is withheld.
-    context = make_context(
+    o = make_orchestrator(
         tmp_path,
         ScriptedReasoner(plan_and_answer(), local=False),
         FakeMemory(NOTES),
@@ -74,7 +72,7 @@ async def test_an_ask_is_timed_per_stage_and_counted_by_outcome(tmp_path: Path) 
         counter("withheld_sensitive", kind="ask"),
         counter("abstentions", reason="uncited"),
     )
-    result = await Asker(context).ask("me", "What did we agree about the deposit?")
+    result = await o.asker.ask("me", "What did we agree about the deposit?")
     assert not result.abstained and result.withheld == 1
     assert delta() == [1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0]
     exposed = generate_latest(REGISTRY).decode()
@@ -82,8 +80,8 @@ async def test_an_ask_is_timed_per_stage_and_counted_by_outcome(tmp_path: Path) 
 
 
 async def test_abstentions_are_counted_by_reason(tmp_path: Path) -> None:
-    empty = make_context(tmp_path / "a", ScriptedReasoner(plan_and_answer()), FakeMemory([]))
-    ungrounded = make_context(
+    empty = make_orchestrator(tmp_path / "a", ScriptedReasoner(plan_and_answer()), FakeMemory([]))
+    ungrounded = make_orchestrator(
         tmp_path / "b",
         ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: ["Guess."]}),
         FakeMemory(NOTES),
@@ -93,8 +91,8 @@ async def test_abstentions_are_counted_by_reason(tmp_path: Path) -> None:
         counter("abstentions", reason="uncited"),
         counter("asks", outcome="abstained"),
     )
-    assert (await Asker(empty).ask("me", "anything?")).abstained
-    assert (await Asker(ungrounded).ask("me", "anything?")).abstained
+    assert (await empty.asker.ask("me", "anything?")).abstained
+    assert (await ungrounded.asker.ask("me", "anything?")).abstained
     assert delta() == [1, 1, 2]
 
 
@@ -103,7 +101,7 @@ def chat_reply() -> list[str]:
 
 
 async def test_a_chat_is_timed_to_its_first_token_and_counted(tmp_path: Path) -> None:
-    context = make_context(
+    o = make_orchestrator(
         tmp_path, ScriptedReasoner({CHAT: chat_reply()}, local=False), FakeMemory(NOTES)
     )
     delta = Deltas(
@@ -114,7 +112,7 @@ async def test_a_chat_is_timed_to_its_first_token_and_counted(tmp_path: Path) ->
         counter("dropped_citations", kind="chat"),
         counter("withheld_sensitive", kind="chat"),
     )
-    events = [e async for e in Chatter(context).chat("me", "", "the deposit?")]
+    events = [e async for e in o.chatter.chat("me", "", "the deposit?")]
     assert isinstance(events[-1], ChatDone)
     assert delta() == [1, 1, 1, 1, 1, 1]
 
@@ -122,23 +120,22 @@ async def test_a_chat_is_timed_to_its_first_token_and_counted(tmp_path: Path) ->
 async def test_a_chat_cancelled_mid_reply_keeps_the_question_and_stores_no_half_answer(
     tmp_path: Path,
 ) -> None:
-    context = make_context(tmp_path, ScriptedReasoner({CHAT: chat_reply()}), FakeMemory(NOTES))
+    o = make_orchestrator(tmp_path, ScriptedReasoner({CHAT: chat_reply()}), FakeMemory(NOTES))
     delta = Deltas(counter("chats", outcome="cancelled"), counter("chats", outcome="done"))
-    stream = Chatter(context).chat("me", "", "the deposit?")
+    stream = o.chatter.chat("me", "", "the deposit?")
     meta = await anext(stream)
     assert isinstance(meta, Meta)
     assert isinstance(await anext(stream), Delta)
     await stream.aclose()  # what a client going away does to the servicer's stream
     assert delta() == [1, 0]
-    _, messages = context.store.get_conversation("me", meta.conversation_id)
+    _, messages = o.store.get_conversation("me", meta.conversation_id)
     assert [(m.role, m.text) for m in messages] == [("user", "the deposit?")]
-    [call] = context.store.query("SELECT purpose, outcome FROM llm_log")
+    [call] = o.store.query("SELECT purpose, outcome FROM llm_log")
     assert (call["purpose"], call["outcome"]) == ("chat", "cancelled")
 
 
 async def test_search_is_timed(tmp_path: Path) -> None:
-    context = make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
-    o = Orchestrator(context, Asker(context), Chatter(context))
+    o = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
     delta = Deltas(stage("search"))
     await o.search("me", "deposit", "", 3)
     assert delta() == [1]
@@ -154,8 +151,8 @@ async def test_the_optional_stages_are_timed_too(tmp_path: Path) -> None:
     replies = plan_and_answer()
     replies["Rewrite the question"] = ["the deposit?"]
     replies["AGAINST"] = ["no deposit"]
-    context = make_context(tmp_path, ScriptedReasoner(replies), FakeMemory(NOTES))
+    o = make_orchestrator(tmp_path, ScriptedReasoner(replies), FakeMemory(NOTES))
     delta = Deltas(stage("reframe"), stage("counter_evidence"), stage("revise"))
-    result = await Asker(context).ask("me", "deposit?", persona_name="all")
+    result = await o.asker.ask("me", "deposit?", persona_name="all")
     assert result.stages[0] == "reframe" and result.stages[-1] == "revise"
     assert delta() == [1, 1, 1]

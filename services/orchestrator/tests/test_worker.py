@@ -12,14 +12,13 @@ from pathlib import Path
 from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
-from memex.orchestrator.ask import Asker, AskResult
-from memex.orchestrator.chat import Chatter
+from memex.orchestrator.ask import AskResult
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.health import check
 from memex.shared.testing import serving
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 PLAN = "You plan how to look up"
 ANSWER = "How to answer:"
@@ -27,10 +26,9 @@ REPLY = "The deposit is £800 [1]."
 
 
 def orchestrator(tmp_path: Path, model: ScriptedReasoner) -> Orchestrator:
-    context = make_context(
+    return make_orchestrator(
         tmp_path, model, FakeMemory(NOTES), worker_poll_seconds=0.05, worker_id="w1"
     )
-    return Orchestrator(context, Asker(context), Chatter(context))
 
 
 async def run_until(worker: ChatWorker, done: int) -> None:
@@ -50,9 +48,9 @@ async def test_pending_turns_are_answered_in_order_with_thread_context(tmp_path:
     o = orchestrator(tmp_path, model)
     first = await o.create_turn("me", "", "How much was the deposit?")
     await o.create_turn("me", first.thread_id, "When is it returned?")
-    await run_until(ChatWorker(o, o.context.settings), 2)
+    await run_until(ChatWorker(o, o.settings), 2)
 
-    turns = o.context.store.list_turns("me", first.thread_id)
+    turns = o.store.list_turns("me", first.thread_id)
     assert [(t.role, t.state) for t in turns] == [
         ("user", "answered"),
         ("user", "answered"),
@@ -87,14 +85,14 @@ async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Pat
         return await original(tenant, question, persona_name, limit)
 
     o.asker.ask = flaky  # type: ignore[method-assign]
-    await run_until(ChatWorker(o, o.context.settings), 1)
-    failed = o.context.store.get_turn("me", failing.id)
+    await run_until(ChatWorker(o, o.settings), 1)
+    failed = o.store.get_turn("me", failing.id)
     assert (
         failed.state == "error"
         and failed.error.startswith("RuntimeError: reasoner exploded")
         and len(failed.error) <= 500
     )
-    assert o.context.store.get_turn("me", ok.id).state == "answered"
+    assert o.store.get_turn("me", ok.id).state == "answered"
 
 
 async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_once(
@@ -103,10 +101,10 @@ async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_on
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
     o = orchestrator(tmp_path, model)
     turn = await o.create_turn("me", "", "How much was the deposit?")
-    claimed = o.context.store.claim_next("w1", 3600)  # as if w1 died mid-answer (kill -9)
+    claimed = o.store.claim_next("w1", 3600)  # as if w1 died mid-answer (kill -9)
     assert claimed is not None
-    await run_until(ChatWorker(o, o.context.settings), 1)
-    turns = o.context.store.list_turns("me", turn.thread_id)
+    await run_until(ChatWorker(o, o.settings), 1)
+    turns = o.store.list_turns("me", turn.thread_id)
     assert [(t.role, t.state) for t in turns] == [("user", "answered"), ("assistant", "answered")]
 
 
@@ -115,7 +113,7 @@ async def test_the_worker_process_reports_serving_while_its_loop_runs_and_counts
 ) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
     o = orchestrator(tmp_path, model)
-    settings = o.context.settings.model_copy(update={"worker_port": 0, "worker_metrics_port": 0})
+    settings = o.settings.model_copy(update={"worker_port": 0, "worker_metrics_port": 0})
 
     @contextlib.asynccontextmanager
     async def opened() -> AsyncIterator[Orchestrator]:
@@ -129,10 +127,10 @@ async def test_the_worker_process_reports_serving_while_its_loop_runs_and_counts
         assert await check(f"127.0.0.1:{running.port}") == "SERVING"
         turn = await o.create_turn("me", "", "How much was the deposit?")
         for _ in range(200):
-            if o.context.store.get_turn("me", turn.id).state == "answered":
+            if o.store.get_turn("me", turn.id).state == "answered":
                 break
             await asyncio.sleep(0.05)
-        assert o.context.store.get_turn("me", turn.id).state == "answered"
+        assert o.store.get_turn("me", turn.id).state == "answered"
         assert running.metrics_port
         url = f"http://127.0.0.1:{running.metrics_port}/metrics"
         scraped = await asyncio.to_thread(lambda: urllib.request.urlopen(url).read().decode())
@@ -146,12 +144,12 @@ async def test_the_worker_process_reports_serving_while_its_loop_runs_and_counts
 
 async def test_a_worker_whose_loop_dies_stops_serving_and_says_it_failed(tmp_path: Path) -> None:
     o = orchestrator(tmp_path, ScriptedReasoner({}))
-    settings = o.context.settings.model_copy(update={"worker_port": 0})
+    settings = o.settings.model_copy(update={"worker_port": 0})
 
     def broken(*args: object) -> None:
         raise sqlite3.OperationalError("disk I/O error")
 
-    o.context.store.requeue_worker = broken  # type: ignore[method-assign, assignment]
+    o.store.requeue_worker = broken  # type: ignore[method-assign, assignment]
 
     @contextlib.asynccontextmanager
     async def opened() -> AsyncIterator[Orchestrator]:
@@ -194,11 +192,11 @@ async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(tmp_pat
         raise AssertionError("never reached")
 
     o.asker.ask = slow  # type: ignore[method-assign]
-    worker = ChatWorker(o, o.context.settings)
+    worker = ChatWorker(o, o.settings)
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(thinking.wait(), 10)
-    assert o.context.store.get_turn("me", turn.id).state == "thinking"
+    assert o.store.get_turn("me", turn.id).state == "thinking"
     worker.stopping.set()  # what SIGTERM does
     await asyncio.wait_for(task, 10)
-    assert o.context.store.get_turn("me", turn.id).state == "pending"
-    assert [t.role for t in o.context.store.list_turns("me", turn.thread_id)] == ["user"]
+    assert o.store.get_turn("me", turn.id).state == "pending"
+    assert [t.role for t in o.store.list_turns("me", turn.thread_id)] == ["user"]

@@ -337,6 +337,11 @@ class ReplyStream:
         self.looping = False
         """The model started repeating itself: stop it (close its stream), feed no more."""
 
+    @property
+    def sources(self) -> list[Source]:
+        """The numbered sources the reply may cite."""
+        return self._sources
+
     def feed(self, piece: str) -> str:
         """What the reader may see now of ``piece``."""
         visible = self._filter.feed(piece)

@@ -2,7 +2,14 @@
 
 Before the call, a row with the redacted prompt is written to the LLM log; if that write fails, the
 model is not called (fail closed). After it, the row gets the redacted response, token counts,
-latency and outcome. Sensitive items' text is redacted along with personal data.
+latency and outcome. Sensitive items' text is redacted along with personal data: an item the model
+was shown is logged as a marker naming its episode (``redaction.py``), so the row says which sources
+were redacted and keeps model, tokens and outcome.
+
+This is the only path the stack offers to the model: the orchestrator and its chat worker call
+the reasoner through it, and nothing else in the stack calls the reasoner's Generate. The
+reasoner's own port serves the stack's processes (on ``MEMEX_HOST``, loopback by default); what
+calls it directly, such as ``memex generate``, a developer tool, is not audited.
 """
 
 from __future__ import annotations
@@ -16,8 +23,8 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from prometheus_client import Counter, Histogram
 
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, Reasoner, Usage
-from memex.orchestrator.redaction import redact
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.redaction import Sensitive, redact
+from memex.orchestrator.telemetry import TelemetryStore
 from memex.shared.errors import FailedPrecondition
 from memex.shared.logs import request_id_var
 
@@ -43,7 +50,7 @@ def _render(messages: Sequence[ChatMessage]) -> str:
 class AuditedReasoner:
     """Wraps the reasoner so that no call escapes the LLM log."""
 
-    def __init__(self, reasoner: Reasoner, store: OrchestratorStore, model: str) -> None:
+    def __init__(self, reasoner: Reasoner, store: TelemetryStore, model: str) -> None:
         self._reasoner = reasoner
         self._store = store
         self.model = model
@@ -55,9 +62,10 @@ class AuditedReasoner:
         persona: str,
         messages: Sequence[ChatMessage],
         options: GenerateOptions,
-        sensitive_texts: Iterable[str] = (),
+        sensitive_texts: Iterable[str | Sensitive] = (),
     ) -> AsyncGenerator[str, None]:
-        """Streams the model's reply to ``messages``, audited under ``purpose``."""
+        """Streams the model's reply to ``messages``, audited under ``purpose``; the text of
+        ``sensitive_texts`` never reaches the log."""
         sensitive = list(sensitive_texts)
         try:
             call_id = await asyncio.to_thread(
@@ -97,7 +105,7 @@ class AuditedReasoner:
             try:
                 self._store.log_call_finished(
                     call_id,
-                    response=redact("".join(parts), sensitive),
+                    response=redact("".join(parts), sensitive, by_number=True),
                     prompt_tokens=final.prompt_tokens,
                     completion_tokens=final.completion_tokens,
                     latency_ms=latency * 1000,
@@ -113,7 +121,7 @@ class AuditedReasoner:
         persona: str,
         messages: Sequence[ChatMessage],
         options: GenerateOptions,
-        sensitive_texts: Iterable[str] = (),
+        sensitive_texts: Iterable[str | Sensitive] = (),
     ) -> str:
         """The whole reply of an audited call."""
         stream = self.stream(

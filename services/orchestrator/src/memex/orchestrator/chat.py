@@ -3,6 +3,9 @@
 Events: ``meta``, many ``delta``, one ``citations`` (policed), ``done``; an error after the first
 event becomes an ``error`` event in place of the tail. Both sides are stored; replies are never
 ingested as memory.
+
+The stages chat shares with ask (check, retrieve, brief, generate and filter, police, record) are
+``pipeline.py``'s; what is chat's own is here: the history, the conversation and the events.
 """
 
 from __future__ import annotations
@@ -11,28 +14,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from memex.orchestrator import sources as briefing_sources
 from memex.orchestrator.answers import ReplyStream
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
-from memex.orchestrator.core import Context
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.conversations import ConversationStore
 from memex.orchestrator.items import Citation
-from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, STAGE_SECONDS, WITHHELD, timed
+from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, WITHHELD, timed
+from memex.orchestrator.persona import Personas
+from memex.orchestrator.pipeline import Pipeline, checked
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
-from memex.orchestrator.sources import estimate_tokens
-from memex.orchestrator.store import Message
 from memex.orchestrator.text import conversation_title
-from memex.shared.errors import InvalidArgument, MemexError
+from memex.shared.errors import MemexError
 from memex.shared.logs import request_id_var
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
-# However slow the model, a chat reads about 1,000 characters of sources (two or three short
-# excerpts): with less, the 1.5B model answered "I don't know" to questions its notes answer.
-MIN_CHAT_SOURCES_TOKENS = 300
 
 
 @dataclass(frozen=True)
@@ -71,41 +71,34 @@ ChatEvent = Meta | Delta | Citations | Done | Error
 
 
 class Chatter:
-    """Runs chats against one context."""
+    """Runs chats: the shared pipeline, with the conversation's history and storage."""
 
-    def __init__(self, context: Context) -> None:
-        self._c = context
-
-    def _budget(self, message: str, history: Sequence[Message]) -> int:
-        """Tokens the sources may take: what the reasoner reads in ``chat_first_words_seconds``
-        at its measured speed, less the message and the history it reads too."""
-        c = self._c
-        rate, seconds = c.info.prefill_tokens_per_second, c.settings.chat_first_words_seconds
-        if rate <= 0 or seconds <= 0:
-            return c.settings.briefing_tokens
-        others = estimate_tokens(message) + sum(estimate_tokens(m.text) + 4 for m in history)
-        return max(
-            MIN_CHAT_SOURCES_TOKENS, min(c.settings.briefing_tokens, int(rate * seconds) - others)
-        )
+    def __init__(
+        self,
+        settings: OrchestratorSettings,
+        personas: Personas,
+        pipeline: Pipeline,
+        conversations: ConversationStore,
+    ) -> None:
+        self._settings = settings
+        self._personas = personas
+        self._p = pipeline
+        self._conversations = conversations
 
     async def chat(
         self, tenant: str, conversation_id: str, message: str, persona_name: str = ""
     ) -> AsyncGenerator[ChatEvent, None]:
         """Streams a reply. Errors before the first event raise; later ones become an Error."""
         started = time.perf_counter()
-        message = message.strip()
-        if not message:
-            raise InvalidArgument("message is empty: say something")
-        if len(message) > MAX_MESSAGE_CHARS:
-            raise InvalidArgument(
-                f"message has {len(message)} characters; the limit is {MAX_MESSAGE_CHARS}"
-            )
-        c = self._c
-        persona = c.personas.get(persona_name, "chat")
-        store = c.store
+        message = checked(
+            message, name="message", hint="say something", max_chars=MAX_MESSAGE_CHARS
+        )
+        p = self._p
+        persona = self._personas.get(persona_name, "chat")
+        store = self._conversations
         if conversation_id:
             history = await asyncio.to_thread(
-                store.recent_messages, tenant, conversation_id, c.settings.chat_history_messages
+                store.recent_messages, tenant, conversation_id, self._settings.chat_history_messages
             )
         else:
             history = []
@@ -113,17 +106,16 @@ class Chatter:
                 store.create_conversation, tenant, conversation_title(message), persona.name
             )
         await asyncio.to_thread(store.add_message, tenant, conversation_id, "user", message)
-        yield Meta(conversation_id, c.info.model, persona.name)
+        yield Meta(conversation_id, p.generator.model, persona.name)
 
         try:
             with timed("chat_retrieve"):
-                fused = await c.memory.search(tenant, c.search_spec(persona, message))
-            shown, withheld = c.split_sensitive(fused)
-            sources = briefing_sources.select(
+                fused = await p.retriever.search(tenant, persona, message)
+            shown, withheld = p.sensitivity.split(fused)
+            sources = p.briefer.sources(
                 shown,
                 message,
-                token_budget=self._budget(message, history),
-                excerpt_chars=c.settings.excerpt_chars,
+                budget=p.briefer.chat_budget(message, history),
                 limit=persona.chunks,
             )
             messages = [ChatMessage("system", system_prompt(persona, CHAT_RULES))]
@@ -132,37 +124,31 @@ class Chatter:
             ]
             messages.append(ChatMessage("user", chat_turn(sources, message)))
             streamed = ReplyStream(sources)
-            generated = c.reasoner.stream(
+            generated = p.generator.stream(
+                streamed,
                 purpose="chat",
                 persona=persona.name,
                 messages=messages,
-                options=GenerateOptions(max_tokens=c.settings.answer_max_tokens, temperature=0.7),
-                sensitive_texts=[i.text for i in withheld],
+                options=GenerateOptions(
+                    max_tokens=self._settings.answer_max_tokens, temperature=0.7
+                ),
+                withheld=withheld,
+                first_words="chat_first_token",
+                started=started,
             )
-            first_token = True
-            # aclosing: when the client goes away the model call is closed (and cancelled) now,
-            # not whenever the garbage collector gets to it.
+            # aclosing: when the client goes away the model call is closed (and cancelled) now.
             with timed("chat_stream"):
                 async with contextlib.aclosing(generated):
-                    async for piece in generated:
-                        if text := streamed.feed(piece):
-                            if first_token:
-                                first = time.perf_counter() - started
-                                STAGE_SECONDS.labels("chat_first_token").observe(first)
-                                first_token = False
-                            yield Delta(text)
-                        if streamed.looping:
-                            break  # the model is repeating itself: stop it here
-                if text := streamed.finish():
-                    yield Delta(text)
-            reading = streamed.read()
+                    async for text in generated:
+                        yield Delta(text)
+            reading = streamed.read()  # police
             citations, report = reading.citations, reading.report
             shown = [s.item for s in sources]
             DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))
             WITHHELD.labels("chat").inc(len(withheld))
             reply = reading.answer
             if withheld:
-                note = f"\n\n{c.withheld_note(len(withheld))}"
+                note = f"\n\n{p.sensitivity.withheld_note(len(withheld))}"
                 reply += note
                 yield Delta(note)
             yield Citations(citations, len(withheld))
@@ -174,10 +160,10 @@ class Chatter:
                 "assistant",
                 reply,
                 citations,
-                c.info.model,
+                p.generator.model,
                 latency_ms,
             )
-            await c.record(
+            await p.recorder.record(
                 tenant=tenant,
                 kind="chat",
                 query=message,

@@ -1,10 +1,27 @@
-"""Redaction of personal data before prompts and responses reach the LLM log (SPEC B4)."""
+"""Redaction of personal data before prompts and responses reach the LLM log (SPEC B4).
+
+Two kinds: patterns (emails, phone and card numbers, IBANs, accounts, keys and secrets) in any
+text, and the text of sensitive items. A sensitive item the model was shown (a local reasoner
+sees them unless ``MEMEX_ORCHESTRATOR_LOCAL_SEES_SENSITIVE=false``) is logged as a marker naming
+its episode, ``[SENSITIVE episode=...]``: its source block in the prompt, every sentence of the
+prompt or the response that mostly repeats its words (a reply quoting it, the chat history), and
+every sentence of the response that cites its source number. So the audit row still
+says which sources were redacted, and never what they say.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memex.orchestrator.lexical import coverage, segments, terms
+
+# A sentence that repeats this share of a sensitive item's content words is redacted with it,
+# when it has at least MIN_TERMS of them (so a short question naming the topic is kept).
+REPEATS_AT = 0.5
+MIN_TERMS = 3
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
@@ -59,10 +76,61 @@ def _replace(label: str, match: re.Match[str]) -> str:
     return f"[{label}]"
 
 
-def redact(text: str, sensitive_texts: Iterable[str] = ()) -> str:
-    """``text`` with personal data and the text of sensitive items replaced by labels."""
-    for sensitive in sorted({s for s in sensitive_texts if s.strip()}, key=len, reverse=True):
-        text = text.replace(sensitive, "[SENSITIVE ITEM]")
+@dataclass(frozen=True)
+class Sensitive:
+    """A sensitive item in a model call: what of it to find in the call's text, and the marker
+    that replaces it in the LLM log."""
+
+    marker: str  # "[SENSITIVE episode=ep-1]"
+    spans: tuple[str, ...]  # verbatim texts to replace (its source block, excerpt, whole text)
+    number: int = 0  # its source number in the prompt; 0 when it was not shown (withheld)
+
+    @property
+    def terms(self) -> set[str]:
+        """The content words of its longest span."""
+        return set(terms(max(self.spans, key=len, default="")))
+
+
+def marker(episode_id: str, item_id: str) -> str:
+    """How a sensitive item reads in the LLM log: by its episode id (else its item id)."""
+    return f"[SENSITIVE episode={episode_id}]" if episode_id else f"[SENSITIVE item={item_id}]"
+
+
+def _cites(sentence: str, number: int) -> bool:
+    return number > 0 and re.search(rf"\[[^\[\]]*\b{number}\b[^\[\]]*\]", sentence) is not None
+
+
+def _sentences(text: str, items: Sequence[Sensitive], by_number: bool) -> str:
+    """Sentences that mostly repeat a sensitive item's words (or, ``by_number``, cite its source
+    number), replaced by its marker; from the end, so earlier offsets hold."""
+    known = [(item, item.terms) for item in items]
+    for part in reversed(segments(text)):
+        if "[SENSITIVE " in part.text:
+            continue  # already a marker (its source block): keep the number before it
+        words = terms(part.text)
+        for item, its_terms in known:
+            repeats = len(words) >= MIN_TERMS and coverage(words, its_terms) >= REPEATS_AT
+            if repeats or (by_number and _cites(part.text, item.number)):
+                text = f"{text[: part.start]}{item.marker}{text[part.end :]}"
+                break
+    return text
+
+
+def redact(
+    text: str, sensitive_texts: Iterable[str | Sensitive] = (), *, by_number: bool = False
+) -> str:
+    """``text`` with personal data and the text of sensitive items replaced by labels: a plain
+    string by ``[SENSITIVE ITEM]``, a ``Sensitive`` by its marker (see the module's docstring).
+    ``by_number``: also sentences citing a sensitive source's number, as a model's reply does
+    (not the prompt, whose rules give example numbers)."""
+    given = list(sensitive_texts)
+    items = [s for s in given if isinstance(s, Sensitive)]
+    spans = [(s, "[SENSITIVE ITEM]") for s in given if isinstance(s, str)]
+    spans += [(span, item.marker) for item in items for span in item.spans]
+    for span, label in sorted({p for p in spans if p[0].strip()}, key=lambda p: -len(p[0])):
+        text = text.replace(span, label)
+    if items:
+        text = _sentences(text, items, by_number)
     for label, pattern in _PATTERNS:
         text = pattern.sub(functools.partial(_replace, label), text)
     return text

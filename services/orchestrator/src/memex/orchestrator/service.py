@@ -1,4 +1,8 @@
-"""The orchestrator's engine: the context plus ask, chat, search, conversations and turns."""
+"""The orchestrator's engine: ask, chat, search, conversations and turns, wired once at start.
+
+``build_orchestrator`` builds each pipeline stage (``pipeline.py``) with exactly what it needs and
+hands the stages to ask and chat; ``open_orchestrator`` opens the store and the channels around it.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.core import Context
+from memex.orchestrator.generation import Generator
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.metrics import timed
-from memex.orchestrator.persona import load_personas
-from memex.orchestrator.ports import ReasonerInfo
+from memex.orchestrator.persona import Personas, load_personas
+from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
+from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError, Unavailable
@@ -30,13 +35,22 @@ log = logging.getLogger(__name__)
 class Orchestrator:
     """What the servicer and the chat worker call."""
 
-    context: Context
+    settings: OrchestratorSettings
+    store: OrchestratorStore
+    personas: Personas
+    pipeline: Pipeline
     asker: Asker
     chatter: Chatter
 
+    @property
+    def context(self) -> Orchestrator:
+        """Compatibility with code written before the pipeline: ``o.context.store`` and
+        ``o.context.settings`` still read (the servicer's). New code uses ``o.store``."""
+        return self
+
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
-        return tenant or self.context.settings.default_tenant
+        return tenant or self.settings.default_tenant
 
     async def search(
         self, tenant: str, query: str, persona_name: str, k: int
@@ -45,11 +59,10 @@ class Orchestrator:
         if not query.strip():
             raise InvalidArgument("query is empty")
         started = time.perf_counter()
-        c = self.context
-        persona = c.personas.get(persona_name, "ask")
+        persona = self.personas.get(persona_name, "ask")
         with timed("search"):
-            items = await c.memory.search(tenant, c.search_spec(persona, query, k or None))
-        turn_id = await c.record(
+            items = await self.pipeline.retriever.search(tenant, persona, query, k or None)
+        turn_id = await self.pipeline.recorder.record(
             tenant=tenant,
             kind="search",
             query=query,
@@ -65,8 +78,36 @@ class Orchestrator:
         if not text:
             raise InvalidArgument("text is empty: write a question")
         return await asyncio.to_thread(
-            self.context.store.create_turn, tenant, thread_id, text, conversation_title(text)
+            self.store.create_turn, tenant, thread_id, text, conversation_title(text)
         )
+
+
+def build_orchestrator(
+    settings: OrchestratorSettings,
+    store: OrchestratorStore,
+    memory: Memory,
+    reasoner: Reasoner,
+    info: ReasonerInfo,
+    personas: Personas,
+) -> Orchestrator:
+    """The stages, each with only what it needs, and ask and chat over them. Every model call
+    goes through one ``AuditedReasoner`` that logs to the store's LLM log (SPEC B4)."""
+    audited = AuditedReasoner(reasoner, store, info.model)
+    pipeline = Pipeline(
+        retriever=Retriever(memory, settings.rrf_k),
+        sensitivity=Sensitivity(info.local, settings.local_sees_sensitive),
+        briefer=Briefer(settings, info),
+        generator=Generator(audited),
+        recorder=Recorder(store, info.model),
+    )
+    return Orchestrator(
+        settings,
+        store,
+        personas,
+        pipeline,
+        Asker(settings, personas, pipeline, audited),
+        Chatter(settings, personas, pipeline, store),
+    )
 
 
 async def _reasoner_info(reasoner: GrpcReasoner, wait_seconds: float) -> ReasonerInfo:
@@ -93,15 +134,8 @@ async def open_orchestrator(
         log.info(
             "reasoner: %s %s (%s)", info.engine, info.model, "local" if info.local else "remote"
         )
-        context = Context(
-            settings,
-            store,
-            memory,
-            AuditedReasoner(reasoner, store, info.model),
-            info,
-            load_personas(settings.personas_dir),
-        )
-        yield Orchestrator(context, Asker(context), Chatter(context))
+        personas = load_personas(settings.personas_dir)
+        yield build_orchestrator(settings, store, memory, reasoner, info, personas)
     finally:
         await memory.close()
         await reasoner.close()

@@ -38,7 +38,7 @@ class ChatWorker:
 
     def __init__(self, orchestrator: Orchestrator, settings: OrchestratorSettings) -> None:
         self._o = orchestrator
-        self._store = orchestrator.context.store
+        self._store = orchestrator.store
         self._settings = settings
         self.stopping = asyncio.Event()
         self.answered = 0

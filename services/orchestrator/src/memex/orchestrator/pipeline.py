@@ -1,0 +1,219 @@
+"""The one pipeline ask and chat share: check → retrieve → brief → generate and filter → police →
+record (SPEC B1-B4, B7-B12).
+
+Each stage is a small function or class that takes exactly what it needs, built once when the
+service starts (``service.build_orchestrator``):
+
+- check: ``checked`` (the text) and the persona (``Personas.get``);
+- retrieve: ``Retriever`` (the memory port), then ``Sensitivity`` (what the model may see, B3);
+- brief: ``Briefer`` (numbered sources within a token budget, from settings and reasoner info);
+- generate and filter: ``Generator`` (``generation.py``: one audited, streamed model call read
+  through a ``ReplyStream``: ``<think>`` dropped, refs shown, repeats cut);
+- police: ``ReplyStream.read`` (``answers.py``: numbers grounded, quotes and support graded);
+- record: ``Recorder`` (the telemetry turn and its retrievals, B12).
+
+Ask (``ask.py``: Ask, AskStream and the queued-turn worker) adds its persona stages and its
+abstention rules; chat (``chat.py``) adds the history and the conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memex.orchestrator import sources as briefing_sources
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.conversations import Message
+from memex.orchestrator.fusion import rrf
+from memex.orchestrator.generation import Generator
+from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.persona import Persona
+from memex.orchestrator.planner import Step
+from memex.orchestrator.ports import Memory, ReasonerInfo, SearchSpec
+from memex.orchestrator.sources import Source, estimate_tokens
+from memex.orchestrator.telemetry import TelemetryStore
+from memex.shared.errors import InvalidArgument
+
+PROMPT_VERSION = "2026-11-30.1"
+# However slow the model, a chat reads about 1,000 characters of sources (two or three short
+# excerpts): with less, the 1.5B model answered "I don't know" to questions its notes answer.
+MIN_CHAT_SOURCES_TOKENS = 300
+
+
+def checked(text: str, *, name: str, hint: str, max_chars: int) -> str:
+    """``text`` stripped; InvalidArgument when it is empty (``"<name> is empty: <hint>"``) or
+    longer than ``max_chars``. Runs before any event, so bad input is a plain error."""
+    text = text.strip()
+    if not text:
+        raise InvalidArgument(f"{name} is empty: {hint}")
+    if len(text) > max_chars:
+        raise InvalidArgument(f"{name} has {len(text)} characters; the limit is {max_chars}")
+    return text
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Which retrieved items the model may see (SPEC B3)."""
+
+    local: bool  # the reasoner runs on this machine
+    local_sees_sensitive: bool  # the setting: a local reasoner may see sensitive items
+
+    @property
+    def hides_sensitive(self) -> bool:
+        """Sensitive items are withheld from remote reasoners, and from local ones if so set."""
+        return not self.local or not self.local_sees_sensitive
+
+    def split(self, items: Sequence[ShownItem]) -> tuple[list[ShownItem], list[ShownItem]]:
+        """(items the model may see, items withheld)."""
+        if not self.hides_sensitive:
+            return list(items), []
+        return [i for i in items if not i.sensitive], [i for i in items if i.sensitive]
+
+    def withheld_note(self, count: int) -> str:
+        """The emphasized note appended when sensitive items were withheld (SPEC B3)."""
+        sources = "source" if count == 1 else "sources"
+        where = "the cloud answer" if not self.local else "this answer"
+        return f"_({count} sensitive {sources} withheld from {where}.)_"
+
+
+class Retriever:
+    """Reads memory through the retrieval port, shaped by a persona (always local, no model)."""
+
+    def __init__(self, memory: Memory, rrf_k: int) -> None:
+        self._memory = memory
+        self._rrf_k = rrf_k
+
+    @staticmethod
+    def spec(persona: Persona, query: str, k: int | None = None) -> SearchSpec:
+        """A search shaped by the persona's channels, window and weights."""
+        return SearchSpec(
+            query=query,
+            channels=tuple(persona.channels),
+            k=k or persona.chunks,
+            window_days=persona.time_window_days,
+            include_contested=persona.include_contested,
+            observation_weight=persona.observation_weight,
+        )
+
+    async def search(
+        self, tenant: str, persona: Persona, query: str, k: int | None = None
+    ) -> list[ShownItem]:
+        """Hybrid search for ``query``, best first."""
+        return await self._memory.search(tenant, self.spec(persona, query, k))
+
+    async def run_steps(
+        self, tenant: str, steps: Sequence[Step], persona: Persona
+    ) -> list[list[ShownItem]]:
+        """Runs every plan step locally and concurrently; one ranked list per step."""
+
+        async def run(step: Step) -> list[ShownItem]:
+            if step.tool == "search_vault":
+                return await self.search(tenant, persona, step.query)
+            if step.tool == "query_records":
+                return await self._memory.query_records(
+                    tenant, step.collection, step.filters, "", persona.chunks
+                )
+            if step.tool == "person_timeline":
+                return await self._memory.person_timeline(tenant, step.entity_id, persona.chunks)
+            return await self._memory.list_inbox(tenant, persona.chunks)
+
+        return list(await asyncio.gather(*(run(step) for step in steps)))
+
+    def fuse(self, ranked: Sequence[Sequence[ShownItem]]) -> list[ShownItem]:
+        """Ranked lists fused by Reciprocal Rank Fusion."""
+        return rrf(ranked, self._rrf_k)
+
+
+class Briefer:
+    """Numbered sources for the model, sized in tokens (SPEC B7, ``sources.py``)."""
+
+    def __init__(self, settings: OrchestratorSettings, info: ReasonerInfo) -> None:
+        self._settings = settings
+        self._info = info
+
+    def ask_budget(self, persona: Persona, question: str) -> int:
+        """Tokens an ask's sources may take: the setting, within what the context leaves."""
+        s = self._settings
+        fixed = estimate_tokens(persona.system_prompt + question) + 250  # rules, template
+        room = self._info.context_length - s.ask_max_tokens - fixed
+        return max(100, min(s.briefing_tokens, room))
+
+    def chat_budget(self, message: str, history: Sequence[Message]) -> int:
+        """Tokens a chat's sources may take: what the reasoner reads in
+        ``chat_first_words_seconds`` at its measured speed, less the message and the history."""
+        s = self._settings
+        rate, seconds = self._info.prefill_tokens_per_second, s.chat_first_words_seconds
+        if rate <= 0 or seconds <= 0:
+            return s.briefing_tokens
+        others = estimate_tokens(message) + sum(estimate_tokens(m.text) + 4 for m in history)
+        return max(MIN_CHAT_SOURCES_TOKENS, min(s.briefing_tokens, int(rate * seconds) - others))
+
+    def sources(
+        self, items: Sequence[ShownItem], query: str, *, budget: int, limit: int
+    ) -> list[Source]:
+        """The items the model may see as numbered sources, best first, within ``budget``."""
+        return briefing_sources.select(
+            items,
+            query,
+            token_budget=budget,
+            excerpt_chars=self._settings.excerpt_chars,
+            limit=limit,
+        )
+
+
+class Recorder:
+    """Writes telemetry (SPEC B12): a turn per search, ask and chat, a row per retrieved item."""
+
+    def __init__(self, telemetry: TelemetryStore, model: str) -> None:
+        self._telemetry = telemetry
+        self._model = model
+
+    async def record(
+        self,
+        *,
+        tenant: str,
+        kind: str,
+        query: str,
+        latency_ms: float,
+        persona: str,
+        items: Sequence[ShownItem],
+        citations: Sequence[Citation] = (),
+        grounding: float | None = None,
+        abstained: bool = False,
+        conversation_id: str | None = None,
+        dropped_steps: Sequence[str] = (),
+        answer: str = "",
+    ) -> str:
+        """Writes the telemetry turn and its retrieval rows, off the event loop; returns the
+        turn id. An ask passes its ``answer``; it is kept with the refs of ``citations`` for
+        replay."""
+        cited = {c.item_id for c in citations}
+        return await asyncio.to_thread(
+            self._telemetry.record_telemetry,
+            tenant=tenant,
+            kind=kind,
+            query=query,
+            latency_ms=latency_ms,
+            model=self._model,
+            persona=persona,
+            prompt_version=PROMPT_VERSION,
+            grounding_score=grounding,
+            abstained=abstained,
+            conversation_id=conversation_id,
+            dropped_steps=dropped_steps,
+            answer=answer,
+            cited_refs=list(dict.fromkeys(c.ref for c in citations)),
+            retrievals=[(i.item_id, i.score, i.channel_scores, i.item_id in cited) for i in items],
+        )
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The shared stages, each built with only what it needs; ask and chat run them in order."""
+
+    retriever: Retriever
+    sensitivity: Sensitivity
+    briefer: Briefer
+    generator: Generator
+    recorder: Recorder
