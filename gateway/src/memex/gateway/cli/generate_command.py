@@ -1,4 +1,9 @@
-"""`memex generate`: stream a reply from the running reasoner service."""
+"""`memex generate`: stream a reply from the running reasoner service.
+
+A developer tool for trying the reasoner: it calls the reasoner's Generate directly, so the call
+is not in the orchestrator's LLM log (SPEC B4 audits the stack's own model calls: ask, chat,
+queued turns). The reasoner's port is the stack's, on ``MEMEX_HOST`` (loopback by default).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +25,9 @@ EXIT_INTERRUPTED = 130
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `memex generate` to the command line."""
-    parser = commands.add_parser("generate", help="stream a reply from the running reasoner")
+    parser = commands.add_parser(
+        "generate", help="stream a reply from the running reasoner (for development: not audited)"
+    )
     parser.add_argument("prompt", help="the user message")
     parser.add_argument("--system", default="", help="a system message to put first")
     parser.add_argument("--max-tokens", type=int, default=0, help="reply length cap (0: default)")
