@@ -41,7 +41,7 @@ from memex.orchestrator.metrics import (
 )
 from memex.orchestrator.persona import Persona, Personas
 from memex.orchestrator.pipeline import Pipeline, checked
-from memex.orchestrator.planner import Plan, Step, wants_plan
+from memex.orchestrator.planner import Plan, Step
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import Source
 from memex.shared.errors import InvalidArgument
@@ -146,6 +146,7 @@ class Asker:
     async def _stream(
         self, tenant: str, question: str, persona_name: str, limit: int, started: float
     ) -> AsyncGenerator[AskEvent, None]:
+        # check (before any event, so bad input is a plain error)
         question = _checked(question, limit)
         p = self._p
         persona = self._personas.get(persona_name, "ask")
@@ -158,10 +159,11 @@ class Asker:
             stages.append("reframe")
 
         plan = Plan((Step("search_vault", query=query),), (), fell_back=False)
-        if self._plans(persona, query):
+        if self._calls.plans(persona, query):
             with timed("plan"):
                 plan = await self._calls.plan(query, persona)
             stages.append("plan")
+        # retrieve
         with timed("retrieve"):
             fused = p.retriever.fuse(await p.retriever.run_steps(tenant, plan.steps, persona))
             if not fused and plan.steps != (Step("search_vault", query=query),):
@@ -179,6 +181,7 @@ class Asker:
                     fused = p.retriever.fuse([fused, counter])
                     shown, withheld = p.sensitivity.split(fused)
             stages.append("seek_counter_evidence")
+        # brief
         sources = p.briefer.sources(
             shown, query, budget=p.briefer.ask_budget(persona, query), limit=limit
         )
@@ -197,6 +200,7 @@ class Asker:
         )
         yield Started(p.generator.model, persona.name, [s.ref for s in sources])
         if sources:
+            # generate and filter, then police (``_answer``), then ask's own abstention rules
             with timed("synthesize"):
                 async for piece in self._answer(
                     answer_messages(persona, sources, query), sources, persona, withheld, started
@@ -218,6 +222,7 @@ class Asker:
             result.abstain_reason = "withheld"
         if withheld:
             result.answer = f"{result.answer}\n\n{p.sensitivity.withheld_note(len(withheld))}"
+        # record
         result.latency_ms = (time.perf_counter() - started) * 1000
         result.turn_id = await p.recorder.record(
             tenant=tenant,
@@ -233,12 +238,6 @@ class Asker:
             answer=result.answer,
         )
         yield Finished(result)
-
-    def _plans(self, persona: Persona, question: str) -> bool:
-        mode = self._settings.plan_hop
-        if mode == "never" or "plan" not in persona.stages:
-            return False
-        return mode == "always" or wants_plan(question)
 
     def _settle(
         self, result: AskResult, question: str, reading: Reading, sources: list[Source]

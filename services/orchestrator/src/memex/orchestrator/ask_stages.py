@@ -11,7 +11,7 @@ from memex.orchestrator.answers import SUPPORTED_AT, Reading, on_topic
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.persona import Persona
-from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan
+from memex.orchestrator.planner import PLAN_INSTRUCTIONS, PLAN_SCHEMA, Plan, wants_plan
 from memex.orchestrator.planner import parse_plan as read_plan
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import Source
@@ -25,6 +25,13 @@ class PersonaCalls:
     def __init__(self, reasoner: AuditedReasoner, settings: OrchestratorSettings) -> None:
         self._reasoner = reasoner
         self._settings = settings
+
+    def plans(self, persona: Persona, question: str) -> bool:
+        """Whether this ask runs the plan hop: the setting, the persona, and the question."""
+        mode = self._settings.plan_hop
+        if mode == "never" or "plan" not in persona.stages:
+            return False
+        return mode == "always" or wants_plan(question)
 
     async def _call(
         self,

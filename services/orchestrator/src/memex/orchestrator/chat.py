@@ -90,6 +90,7 @@ class Chatter:
     ) -> AsyncGenerator[ChatEvent, None]:
         """Streams a reply. Errors before the first event raise; later ones become an Error."""
         started = time.perf_counter()
+        # check (before any event, so bad input is a plain error), then the conversation
         message = checked(
             message, name="message", hint="say something", max_chars=MAX_MESSAGE_CHARS
         )
@@ -109,9 +110,11 @@ class Chatter:
         yield Meta(conversation_id, p.generator.model, persona.name)
 
         try:
+            # retrieve
             with timed("chat_retrieve"):
                 fused = await p.retriever.search(tenant, persona, message)
             shown, withheld = p.sensitivity.split(fused)
+            # brief: the sources, the rules, the history, the message
             sources = p.briefer.sources(
                 shown,
                 message,
@@ -123,6 +126,7 @@ class Chatter:
                 ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in history
             ]
             messages.append(ChatMessage("user", chat_turn(sources, message)))
+            # generate and filter
             streamed = ReplyStream(sources)
             generated = p.generator.stream(
                 streamed,
@@ -163,6 +167,7 @@ class Chatter:
                 p.generator.model,
                 latency_ms,
             )
+            # record
             await p.recorder.record(
                 tenant=tenant,
                 kind="chat",
