@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai import OpenAI
@@ -130,3 +131,90 @@ def test_errors_reach_openai_clients_as_their_exceptions(client: OpenAI) -> None
     )
     with pytest.raises(openai.APIError, match="reasoner gone"):
         list(stream)
+
+
+def test_models_lists_every_persona_and_the_default(client: OpenAI) -> None:
+    listed = client.models.list()
+    ids = [m.id for m in listed.data]
+    # "memex" (the chat default persona), then one model per persona, a user's own included.
+    assert ids == ["memex", "memex/analyst", "memex/friend", "memex/historian"]
+    assert {m.object for m in listed.data} == {"model"}
+    assert {m.owned_by for m in listed.data} == {"memex"}
+    assert len({m.created for m in listed.data}) == 1 and listed.data[0].created > 0
+    default: Any = listed.data[0].model_extra["memex"]  # type: ignore[index]
+    assert default == {"persona": "friend", "description": "Warm and brief."}
+    one = client.models.retrieve("memex/historian")
+    assert (one.id, one.object, one.owned_by) == ("memex/historian", "model", "memex")
+
+
+def test_models_answers_in_openais_list_shape(gateway: Gateway) -> None:
+    body = httpx.get(f"{gateway.url}/v1/models").json()
+    assert body["object"] == "list"
+    assert set(body["data"][1]) == {"id", "object", "created", "owned_by", "memex"}
+    # The slash in a model id may arrive encoded too.
+    encoded = httpx.get(f"{gateway.url}/v1/models/memex%2Fanalyst")
+    assert encoded.status_code == 200 and encoded.json()["id"] == "memex/analyst"
+
+
+def test_an_unknown_model_is_a_404_in_openais_error_shape(gateway: Gateway, client: OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as raised:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    error: Any = raised.value.body
+    assert error == {
+        "code": "NOT_FOUND",
+        "message": "model 'gpt-4o' does not exist; memex serves memex, memex/analyst, "
+        "memex/friend, memex/historian (GET /v1/models lists them)",
+        "type": "invalid_request_error",
+        "param": "model",
+    }
+    before = len(gateway.orchestrator.chat_requests)
+    for model in ("memex/poet", "memex/", "Memex"):
+        with pytest.raises(openai.NotFoundError, match="does not exist"):
+            client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+    assert len(gateway.orchestrator.chat_requests) == before  # refused before any chat started
+    with pytest.raises(openai.NotFoundError, match="memex serves memex, memex/analyst"):
+        client.models.retrieve("memex/poet")
+
+
+def test_the_model_picks_the_persona_and_the_extension_overrides_it(
+    gateway: Gateway, client: OpenAI
+) -> None:
+    question = [{"role": "user", "content": "hi"}]
+    client.chat.completions.create(model="memex/historian", messages=question)  # type: ignore[arg-type]
+    assert gateway.orchestrator.chat_requests[-1].persona == "historian"
+    client.chat.completions.create(model="memex", messages=question)  # type: ignore[arg-type]
+    assert gateway.orchestrator.chat_requests[-1].persona == ""  # the orchestrator's default
+    client.chat.completions.create(
+        model="memex/analyst",
+        messages=question,  # type: ignore[arg-type]
+        extra_body={"memex": {"persona": "friend"}},
+    )
+    assert gateway.orchestrator.chat_requests[-1].persona == "friend"
+
+
+def test_other_errors_on_openai_routes_carry_openais_type_too(gateway: Gateway) -> None:
+    bad = httpx.post(
+        f"{gateway.url}/v1/chat/completions", json={"model": "memex", "messages": "hi"}
+    )
+    assert bad.status_code == 400
+    error = bad.json()["error"]
+    assert (error["code"], error["type"], error["param"]) == (
+        "INVALID_ARGUMENT",
+        "invalid_request_error",
+        "messages",
+    )
+    # Routes outside the OpenAI-compatible ones keep the plain shape.
+    plain = httpx.post(f"{gateway.url}/v1/chat", json={"message": ""})
+    assert plain.status_code == 400 and set(plain.json()["error"]) == {"code", "message"}
+
+
+def test_personas_lists_them_with_their_settings(gateway: Gateway) -> None:
+    body = httpx.get(f"{gateway.url}/v1/personas").json()
+    assert [p["name"] for p in body["personas"]] == ["analyst", "friend", "historian"]
+    assert (body["default_ask"], body["default_chat"]) == ("analyst", "friend")
+    historian = body["personas"][2]
+    assert historian["channels"] == ["vector", "observations"]
+    assert historian["time_window_days"] == 365 and historian["description"]
+    assert body["personas"][0]["default_for_ask"] and body["personas"][1]["default_for_chat"]

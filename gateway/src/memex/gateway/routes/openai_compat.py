@@ -1,5 +1,5 @@
-"""`POST /v1/chat/completions`: OpenAI's chat API backed by memex chat, so existing OpenAI clients
-work unchanged.
+"""`POST /v1/chat/completions` and `GET /v1/models`: OpenAI's chat API backed by memex chat, so
+existing OpenAI clients work unchanged.
 
 Mapping (documented in docs/gateway.md):
 - The last user message is the question (messages after it, such as an assistant prefill, are
@@ -10,7 +10,10 @@ Mapping (documented in docs/gateway.md):
 - Otherwise each request starts a new memex conversation, and earlier user and assistant messages
   are appended to the question as ``Earlier in this conversation:`` lines (newest kept first,
   within the message size limit). System messages are ignored: the persona's prompt governs.
-- ``model`` "memex" (or any other name) uses the chat default persona; "memex/<persona>" picks one.
+- Each persona is a model, ``memex/<persona>``, and ``memex`` is the chat default persona; these
+  are what ``GET /v1/models`` lists (from the orchestrator's ListPersonas, so personas from the
+  personas folder are models too). Any other ``model`` is a 404 naming the ones there are.
+  ``memex.persona`` in the request, when set, picks the persona instead of ``model``.
   Sampling fields (temperature, max_tokens, ...) are accepted and ignored.
 - Citations ride in the extension field ``memex`` {citations, withheld, conversation_id,
   message_id}: on the completion, and on the final chunk when streaming.
@@ -21,11 +24,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import grpc
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 from sse_starlette import ServerSentEvent
 
 from memex.gateway import metrics, models
@@ -34,6 +37,7 @@ from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
 from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
+from memex.gateway.routes.personas import list_personas
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -44,12 +48,74 @@ last with `finish_reason: "stop"` and the `memex` extension, then `data: [DONE]`
 after the first frame is a frame `{"error": {"code", "message"}}`."""
 
 
-def persona_of(body: models.ChatCompletionRequest) -> str:
-    """The persona: the extension's, else "memex/<persona>" in ``model``, else the default."""
+DEFAULT_MODEL = "memex"
+MODEL_PREFIX = "memex/"
+# A model's `created`: personas carry no date, so the time this gateway process started (stable
+# across calls, which is what clients that cache the list need).
+STARTED = int(time.time())
+
+
+def served_models(personas: opb.ListPersonasResponse) -> dict[str, opb.Persona]:
+    """Every model id served, in the order listed: "memex" (the chat default persona), then
+    "memex/<persona>" for each persona, by name."""
+    by_name = {p.name: p for p in personas.personas}
+    served: dict[str, opb.Persona] = {}
+    if personas.default_chat in by_name:
+        served[DEFAULT_MODEL] = by_name[personas.default_chat]
+    for persona in personas.personas:
+        served[MODEL_PREFIX + persona.name] = persona
+    return served
+
+
+def unknown_model(model: str, served: Mapping[str, opb.Persona]) -> ApiError:
+    """The 404 for a model memex does not serve, naming those it does."""
+    return ApiError(
+        grpc.StatusCode.NOT_FOUND,
+        f"model {model!r} does not exist; memex serves {', '.join(served)} "
+        "(GET /v1/models lists them)",
+        param="model",
+    )
+
+
+def persona_of(body: models.ChatCompletionRequest, served: Mapping[str, opb.Persona]) -> str:
+    """The persona: the extension's, else the one ``model`` names; empty for "memex", so the
+    orchestrator applies its chat default. A model not in ``served`` is a 404."""
+    if body.model not in served:
+        raise unknown_model(body.model, served)
     if body.memex is not None and body.memex.persona:
         return body.memex.persona
-    prefix, _, name = body.model.partition("/")
-    return name if prefix == "memex" else ""
+    return "" if body.model == DEFAULT_MODEL else served[body.model].name
+
+
+def model_entry(model_id: str, persona: opb.Persona) -> models.Model:
+    """One served model in OpenAI's shape."""
+    return models.Model(
+        id=model_id,
+        created=STARTED,
+        memex=models.ModelPersona(persona=persona.name, description=persona.description),
+    )
+
+
+@router.get("/models", response_model=models.ModelList, summary="OpenAI-compatible model list")
+async def list_models(c: ClientsDep) -> models.ModelList:
+    """The models `model` takes in chat completions: `memex` (the chat default persona) and
+    `memex/<persona>` for every persona."""
+    served = served_models(await list_personas(c))
+    return models.ModelList(data=[model_entry(i, p) for i, p in served.items()])
+
+
+@router.get(
+    "/models/{model_id:path}", response_model=models.Model, summary="One OpenAI-compatible model"
+)
+async def get_model(
+    c: ClientsDep,
+    model_id: str = Path(description='e.g. "memex/analyst" (the slash may be sent as is).'),
+) -> models.Model:
+    """One model of the list; 404 for a model memex does not serve."""
+    served = served_models(await list_personas(c))
+    if model_id not in served:
+        raise unknown_model(model_id, served)
+    return model_entry(model_id, served[model_id])
 
 
 def chat_message(body: models.ChatCompletionRequest) -> str:
@@ -164,11 +230,12 @@ async def chat_completions(
     request: Request,
 ) -> Any:
     """A memex chat reply in OpenAI's shape, with citations in the `memex` extension."""
+    persona = persona_of(body, served_models(await list_personas(c)))
     chat_request = opb.ChatRequest(
         tenant=s.tenant,
         conversation_id=body.memex.conversation_id if body.memex else "",
         message=chat_message(body),
-        persona=persona_of(body),
+        persona=persona,
     )
     stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
     if body.stream:
