@@ -10,6 +10,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from memex.gateway.continuations import Continuations
 from memex.gateway.testing import Gateway
 
 
@@ -218,3 +219,77 @@ def test_personas_lists_them_with_their_settings(gateway: Gateway) -> None:
     assert historian["channels"] == ["vector", "observations"]
     assert historian["time_window_days"] == 365 and historian["description"]
     assert body["personas"][0]["default_for_ask"] and body["personas"][1]["default_for_chat"]
+
+
+def follow_up(first_question: str, reply: str, question: str) -> list[Any]:
+    return [
+        {"role": "system", "content": "Be brief."},  # ignored, and not part of the history
+        {"role": "user", "content": first_question},
+        {"role": "assistant", "content": reply},
+        {"role": "user", "content": question},
+    ]
+
+
+def test_a_clients_history_continues_the_conversation_its_reply_came_from(
+    gateway: Gateway, client: OpenAI
+) -> None:
+    chunks = list(
+        client.chat.completions.create(
+            model="memex/analyst",
+            messages=[{"role": "user", "content": "Who returned the deposit?"}],
+            stream=True,
+        )
+    )
+    reply = "".join(c.choices[0].delta.content or "" for c in chunks)
+    conversation_id = chunks[-1].model_extra["memex"]["conversation_id"]  # type: ignore[index]
+    messages = follow_up("Who returned the deposit?", reply, "How much?")
+    second = client.chat.completions.create(model="memex/analyst", messages=messages)
+    sent = gateway.orchestrator.chat_requests[-1]
+    assert (sent.conversation_id, sent.message) == (conversation_id, "How much?")
+    assert second.model_extra["memex"]["conversation_id"] == conversation_id  # type: ignore[index]
+    # The continued reply can itself be continued, by the whole history so far.
+    third = [*messages, {"role": "assistant", "content": second.choices[0].message.content}]
+    third.append({"role": "user", "content": "When?"})
+    client.chat.completions.create(model="memex/analyst", messages=third)
+    sent = gateway.orchestrator.chat_requests[-1]
+    assert (sent.conversation_id, sent.message) == (conversation_id, "When?")
+    # The same history again (a regenerated answer, a branch) starts a new conversation instead.
+    client.chat.completions.create(model="memex/analyst", messages=messages)
+    sent = gateway.orchestrator.chat_requests[-1]
+    assert sent.conversation_id == ""
+    assert sent.message.startswith("How much?\n\nEarlier in this conversation:\n")
+
+
+def test_an_edited_or_deleted_history_starts_a_new_conversation(
+    gateway: Gateway, client: OpenAI
+) -> None:
+    first = client.chat.completions.create(
+        model="memex", messages=[{"role": "user", "content": "What about the boiler?"}]
+    )
+    reply = first.choices[0].message.content or ""
+    edited = follow_up("What about the boiler?", reply + " (edited)", "And?")
+    client.chat.completions.create(model="memex", messages=edited)
+    assert gateway.orchestrator.chat_requests[-1].conversation_id == ""
+    # Deleted since: the history rides along in a new conversation instead of a 404.
+    conversation_id = first.model_extra["memex"]["conversation_id"]  # type: ignore[index]
+    assert httpx.delete(f"{gateway.url}/v1/conversations/{conversation_id}").status_code == 204
+    again = client.chat.completions.create(
+        model="memex", messages=follow_up("What about the boiler?", reply, "And?")
+    )
+    sent = gateway.orchestrator.chat_requests[-1]
+    assert sent.conversation_id == "" and "Earlier in this conversation" in sent.message
+    assert again.model_extra["memex"]["conversation_id"] != conversation_id  # type: ignore[index]
+
+
+def test_continuations_are_per_caller_bounded_and_taken_once() -> None:
+    remembered = Continuations(max_entries=2)
+    history = [("user", "q"), ("assistant", "a")]
+    remembered.remember("key:ann", history, "conv-1")
+    assert remembered.take("key:bob", history) == ""
+    assert remembered.take("key:ann", history[:1]) == ""  # must end with a reply
+    assert remembered.take("key:ann", history) == "conv-1"
+    assert remembered.take("key:ann", history) == ""
+    for n in range(3):
+        remembered.remember("key:ann", [("user", f"q{n}"), ("assistant", "a")], f"conv-{n}")
+    assert len(remembered) == 2
+    assert remembered.take("key:ann", [("user", "q0"), ("assistant", "a")]) == ""

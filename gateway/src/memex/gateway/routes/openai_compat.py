@@ -7,7 +7,10 @@ Mapping (documented in docs/gateway.md):
 - With ``memex.conversation_id`` (OpenAI clients: ``extra_body={"memex": {...}}``), the reply
   continues that stored memex conversation, whose own history is the context; earlier messages
   in the request are then not sent again.
-- Otherwise each request starts a new memex conversation, and earlier user and assistant messages
+- Without it, a request whose earlier messages are exactly the history of a reply this gateway
+  gave (the way OpenAI clients continue a chat: ``llm -c``, chat apps) continues that reply's memex
+  conversation the same way, once (see ``memex.gateway.continuations``).
+- Otherwise the request starts a new memex conversation, and earlier user and assistant messages
   are appended to the question as ``Earlier in this conversation:`` lines (newest kept first,
   within the message size limit). System messages are ignored: the persona's prompt governs.
 - Each persona is a model, ``memex/<persona>``, and ``memex`` is the chat default persona; these
@@ -24,8 +27,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Annotated, Any
 
 import grpc
 from fastapi import APIRouter, Depends, Path, Request
@@ -33,6 +36,7 @@ from sse_starlette import ServerSentEvent
 
 from memex.gateway import metrics, models
 from memex.gateway.chat_stream import EventStream, open_chat, status_code
+from memex.gateway.continuations import Continuations, Turn
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
@@ -118,20 +122,32 @@ async def get_model(
     return model_entry(model_id, served[model_id])
 
 
-def chat_message(body: models.ChatCompletionRequest) -> str:
-    """The text sent to memex chat: the question, plus earlier turns when no conversation is
-    continued (see the module docstring)."""
+def _question_at(body: models.ChatCompletionRequest) -> int:
+    """Where the question is: the last user message with text (400 when there is none)."""
     users = [i for i, m in enumerate(body.messages) if m.role == "user" and m.plain_text().strip()]
     if not users:
         raise ApiError(
-            grpc.StatusCode.INVALID_ARGUMENT, "no user message with text: send the question as one"
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "no user message with text: send the question as one",
+            param="messages",
         )
-    question = body.messages[users[-1]].plain_text().strip()
-    if body.memex is not None and body.memex.conversation_id:
-        return question
+    return users[-1]
+
+
+def history_of(body: models.ChatCompletionRequest) -> list[Turn]:
+    """The user and assistant messages with text, up to and including the question."""
+    turns = [(m.role, m.plain_text().strip()) for m in body.messages[: _question_at(body) + 1]]
+    return [(role, text) for role, text in turns if role in ("user", "assistant") and text]
+
+
+def chat_message(body: models.ChatCompletionRequest) -> str:
+    """The text sent to memex chat when no conversation is continued: the question, plus earlier
+    turns (see the module docstring)."""
+    at = _question_at(body)
+    question = body.messages[at].plain_text().strip()
     room = models.MAX_TEXT - len(question) - 40
     earlier: list[str] = []
-    for message in reversed(body.messages[: users[-1]]):
+    for message in reversed(body.messages[:at]):
         text = message.plain_text().strip()
         if message.role not in ("user", "assistant") or not text:
             continue
@@ -177,13 +193,17 @@ async def _collect(stream: EventStream) -> tuple[models.ChatMeta, str, models.Me
     return meta, "".join(parts), extension
 
 
-async def _chunks(stream: EventStream) -> AsyncIterator[ServerSentEvent]:
+async def _chunks(
+    stream: EventStream, on_done: Callable[[str, str], None]
+) -> AsyncIterator[ServerSentEvent]:
+    """The reply as OpenAI chunks; ``on_done(reply, conversation_id)`` once it is complete."""
     gauge = metrics.OPEN_STREAMS.labels("/v1/chat/completions")
     gauge.inc()
     created = int(time.time())
     cid = f"chatcmpl-{uuid.uuid4().hex}"
     model = "memex"
     extension = models.MemexExtension(citations=[], withheld=0, conversation_id="")
+    parts: list[str] = []
     try:
         async for _, payload in stream.events():
             if isinstance(payload, models.ChatMeta):
@@ -191,12 +211,14 @@ async def _chunks(stream: EventStream) -> AsyncIterator[ServerSentEvent]:
                 extension.conversation_id = payload.conversation_id
                 chunk = _chunk(cid, created, model, {"role": "assistant", "content": ""})
             elif isinstance(payload, models.ChatDelta):
+                parts.append(payload.text)
                 chunk = _chunk(cid, created, model, {"content": payload.text})
             elif isinstance(payload, models.ChatCitations):
                 extension.citations, extension.withheld = payload.citations, payload.withheld
                 continue
             elif isinstance(payload, models.ChatDone):
                 extension.message_id = payload.message_id
+                on_done("".join(parts), extension.conversation_id)
                 chunk = _chunk(cid, created, model, {}, "stop")
                 chunk["memex"] = extension.model_dump()
             else:
@@ -228,19 +250,36 @@ async def chat_completions(
     s: SettingsDep,
     body: models.ChatCompletionRequest,
     request: Request,
+    who: Annotated[str, Depends(caller)],
 ) -> Any:
     """A memex chat reply in OpenAI's shape, with citations in the `memex` extension."""
     persona = persona_of(body, served_models(await list_personas(c)))
+    history = history_of(body)
+    continuations: Continuations = request.app.state.continuations
+    explicit = body.memex.conversation_id if body.memex else ""
+    continued = "" if explicit else continuations.take(who, history[:-1])
     chat_request = opb.ChatRequest(
         tenant=s.tenant,
-        conversation_id=body.memex.conversation_id if body.memex else "",
-        message=chat_message(body),
+        conversation_id=explicit or continued,
+        # A continued conversation's own stored history is the context: only the question goes.
+        message=history[-1][1] if explicit or continued else chat_message(body),
         persona=persona,
     )
-    stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
+    try:
+        stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
+    except ApiError as exc:
+        if not continued or exc.code != grpc.StatusCode.NOT_FOUND:
+            raise
+        # The remembered conversation was deleted since: start afresh, the history inlined.
+        chat_request.conversation_id, chat_request.message = "", chat_message(body)
+        stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)
+
+    def remember(reply: str, conversation_id: str) -> None:
+        continuations.remember(who, [*history, ("assistant", reply.strip())], conversation_id)
+
     if body.stream:
         return StreamResponse(
-            _chunks(stream),
+            _chunks(stream, remember),
             stream.cancel,
             ping=s.sse_ping_seconds,
             ping_message_factory=ping,
@@ -250,6 +289,7 @@ async def chat_completions(
         meta, text, extension = await unless_disconnected(request, _collect(stream), stream.cancel)
     finally:
         stream.cancel()
+    remember(text, extension.conversation_id)
     return models.ChatCompletion(
         id=f"chatcmpl-{extension.message_id or uuid.uuid4().hex}",
         created=int(time.time()),
