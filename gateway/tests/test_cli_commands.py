@@ -131,9 +131,15 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         yield opb.AskStreamResponse(result=reply)
 
     async def Chat(self, request: Any, context: Any) -> AsyncIterator[opb.ChatResponse]:
+        """A message ``error:NAME`` ends the stream with that ChatErrorCode after a word."""
         self.chats.append(request)
         conversation = request.conversation_id or f"conv-{len(self.chats)}"
         yield opb.ChatResponse(meta=opb.ChatMeta(conversation_id=conversation))
+        if request.message.startswith("error:"):
+            code = opb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{request.message[6:]}")
+            yield opb.ChatResponse(delta="Half ")
+            yield opb.ChatResponse(error=opb.ChatError(code=code, message="as asked"))
+            return
         for word in ["You ", "said: ", request.message]:
             yield opb.ChatResponse(delta=word)
         yield opb.ChatResponse(citations=opb.ChatCitations(citations=CITATIONS))
@@ -267,6 +273,22 @@ async def test_chat_session_streams_and_keeps_the_conversation(stack: Any) -> No
         "paraphrase",
         "reading between the lines",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "exit_code"),
+    [("UNAVAILABLE", 3), ("NOT_FOUND", 4), ("DEADLINE_EXCEEDED", 5), ("INTERNAL", 1)],
+)
+async def test_a_chat_error_event_is_shown_by_name_and_sets_the_exit_code(
+    stack: Any, name: str, exit_code: int
+) -> None:
+    env, _, _ = stack
+    code, _, err = await memex(env, "chat", f"error:{name}")
+    assert code == exit_code, err
+    assert f"[error: {name}: as asked]" in err
+    code, out, _ = await memex(env, "chat", f"error:{name}", "--json")
+    assert code == exit_code
+    assert json.loads(out)["error_code"] == name
 
 
 @pytest.mark.parametrize(

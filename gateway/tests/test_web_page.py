@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,35 @@ NOTE = {
 }
 
 
+def persona(name: str, description: str, **flags: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": description,
+        "default_for_ask": flags.get("ask", False),
+        "default_for_chat": flags.get("chat", False),
+        "chunks": 10,
+        "channels": ["vector"],
+        "time_window_days": 0,
+        "include_contested": False,
+        "observation_weight": 1.0,
+        "stages": ["retrieve", "synthesize"],
+        "model_calls": 1,
+        "system_prompt": "...",
+    }
+
+
+# A user's own persona (historian) is listed beside the built-ins, and is the chat default here.
+PERSONAS = {
+    "personas": [
+        persona("analyst", "Cited, careful answers.", ask=True),
+        persona("friend", "Warm and brief."),
+        persona("historian", "Dates first.", chat=True),
+    ],
+    "default_ask": "analyst",
+    "default_chat": "historian",
+}
+
+
 def sse(*events: tuple[str, dict[str, Any]]) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
@@ -85,6 +115,7 @@ class Api:
         self.chat_status = 200
         self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
         self.turn_states = ["pending", "thinking", "answered"]
+        self.personas_status = 200
 
     def handle(self, route: Route) -> None:
         request = route.request
@@ -102,6 +133,12 @@ class Api:
                 route.fulfill(status=self.chat_status, json=error)
             else:
                 route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
+        elif path == "/v1/personas":
+            if self.personas_status != 200:
+                error = {"error": {"code": "UNAUTHENTICATED", "message": "an API key is required"}}
+                route.fulfill(status=self.personas_status, json=error)
+            else:
+                route.fulfill(json=PERSONAS)
         elif path == "/v1/notes/ep-deposit":
             route.fulfill(json=NOTE)
         elif path.startswith("/v1/conversations"):
@@ -304,3 +341,41 @@ def test_a_queued_turn_that_fails_shows_the_workers_message(page: Page, api: Api
     expect(question.locator(".turn-state")).to_have_text("error")
     expect(question.get_by_role("alert")).to_have_text("TURN_FAILED reasoner unavailable")
     expect(page.locator(".message.assistant")).to_have_count(0)
+
+
+def test_the_persona_picker_lists_the_gateways_personas_and_sends_the_choice(
+    page: Page, api: Api
+) -> None:
+    picker = page.get_by_label("Persona")
+    expect(picker).to_have_attribute("data-loaded", "4")
+    options = picker.locator("option")
+    expect(options).to_have_text(["default (historian)", "analyst", "friend", "historian"])
+    expect(options.nth(1)).to_have_attribute("title", "Cited, careful answers.")
+    api.chat_body = sse(("done", {"message_id": "m", "latency_ms": 1, "chunks_considered": 0}))
+    ask(page, "Default first")
+    expect(page.locator(".message.assistant").first).to_have_attribute("data-state", "done")
+    picker.select_option("historian")
+    ask(page, "When did I move?")
+    expect(page.locator(".message.assistant").nth(1)).to_have_attribute("data-state", "done")
+    sent = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"]
+    assert "persona" not in sent[0] and sent[1]["persona"] == "historian"
+    # The choice is kept for the next visit.
+    page.reload()
+    expect(page.get_by_label("Persona")).to_have_value("historian")
+
+
+def test_a_persona_list_refused_leaves_the_default_and_says_why(page: Page, api: Api) -> None:
+    api.personas_status = 401
+    page.reload()
+    picker = page.get_by_label("Persona")
+    expect(picker).to_have_attribute("data-loaded", "1")
+    expect(picker).to_have_value("")
+    expect(picker).to_have_attribute("title", re.compile("UNAUTHENTICATED"))
+    # Saving a key reads the list again.
+    api.personas_status = 200
+    page.get_by_text("API key").click()
+    page.get_by_label("Key, sent as a Bearer token").fill("mx-secret")
+    page.get_by_role("button", name="Save").click()
+    expect(picker).to_have_attribute("data-loaded", "4")
+    listed = [h for m, p, h, _ in api.requests if p == "/v1/personas"]
+    assert listed[-1]["authorization"] == "Bearer mx-secret"

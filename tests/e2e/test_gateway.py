@@ -4,8 +4,10 @@ it, and ask, SSE chat, the OpenAI client and a disconnect that stops the model w
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +15,11 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from openai import OpenAI
 
-from memex.reasoner.catalogue import tiny_model_path
+from memex.gateway.stack import private_stack_env
+from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -72,10 +76,30 @@ def ask(client: httpx.Client, question: str) -> httpx.Response:
     return client.post("/v1/ask", json={"question": question})
 
 
-def test_the_gateway_on_the_real_stack(
-    memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
-) -> None:
-    stack = start(memex_cli, stack_env, tmp_path)
+@pytest.fixture(scope="module")
+def real_stack(
+    tmp_path_factory: pytest.TempPathFactory, model_dir: Path
+) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """One stack (the tiny model, NOTES indexed, a user persona) for the tests of this module
+    that leave it as they found it: starting one takes most of a test's time."""
+    tmp = tmp_path_factory.mktemp("stack")
+    env = private_stack_env(
+        tmp / "data", MEMEX_START_TIMEOUT_SECONDS="180", MEMEX_REASONER_MODEL=TEST_MODEL
+    )
+    # A persona of the user's own, from the personas folder: it must be a model like the built-ins.
+    (tmp / "data" / "personas").mkdir(parents=True)
+    (tmp / "data" / "personas" / "historian.toml").write_text(
+        'name = "historian"\ndescription = "Dates first."\nsystem_prompt = "Give dates first."\n'
+    )
+    command = [sys.executable, "-m", "memex.gateway.cli"]
+    try:
+        yield command, start(command, env, tmp)
+    finally:
+        subprocess.run([*command, "down"], env=env, timeout=90, check=False)
+
+
+def test_the_gateway_on_the_real_stack(real_stack: tuple[list[str], dict[str, str]]) -> None:
+    memex_cli, stack = real_stack
     base = f"http://127.0.0.1:{stack['MEMEX_GATEWAY_PORT']}"
     status = json.loads(run(memex_cli, stack, "status", "--json").stdout)
     assert status["services"]["gateway"]["health"] == "SERVING"
@@ -137,6 +161,119 @@ def test_the_gateway_on_the_real_stack(
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert "citations" in chunks[-1].model_extra["memex"]  # type: ignore[index]
     assert "".join(c.choices[0].delta.content or "" for c in chunks)
+
+
+def llm_env(user_path: Path) -> dict[str, str]:
+    """The environment of the `llm` CLI: its own user dir (keys, logs, model config), no plugins
+    (only its built-in OpenAI support: nothing installed later may phone home), no OpenAI key or
+    base URL of the machine's, and no proxy between it and the loopback gateway."""
+    dropped = ("OPENAI_", "LLM_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(dropped)}
+    return {
+        **env,
+        "LLM_USER_PATH": str(user_path),
+        "LLM_LOAD_PLUGINS": "",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+
+
+def llm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llm", *args], env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def llm_streamed(env: dict[str, str], *args: str) -> tuple[list[bytes], int, str]:
+    """Runs `llm` and reads its stdout as it is written: (the pieces read, exit code, stderr)."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "llm", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        pieces = []
+        while piece := os.read(process.stdout.fileno(), 65536):
+            pieces.append(piece)
+        stderr = process.stderr.read().decode()
+        return pieces, process.wait(timeout=600), stderr
+
+
+def conversation_ids(client: httpx.Client) -> set[str]:
+    listed = client.get("/v1/conversations", params={"limit": 1000})
+    assert listed.status_code == 200, listed.text
+    return {c["id"] for c in listed.json()["conversations"]}
+
+
+def test_third_party_clients_on_the_real_stack(
+    real_stack: tuple[list[str], dict[str, str]], tmp_path: Path
+) -> None:
+    """Clients nobody here wrote: the official `openai` SDK lists the models (every persona, the
+    personas folder's too), and the `llm` CLI, configured from that list, streams a reply and
+    continues the conversation with `-c`."""
+    _, stack = real_stack
+    base = f"http://127.0.0.1:{stack['MEMEX_GATEWAY_PORT']}"
+    sdk = OpenAI(base_url=f"{base}/v1", api_key="any-key-on-loopback", max_retries=0, timeout=600)
+    models = sdk.models.list().data
+    ids = [m.id for m in models]
+    assert ids == [
+        "memex",
+        "memex/analyst",
+        "memex/coach",
+        "memex/friend",
+        "memex/historian",
+        "memex/skeptic",
+    ]
+    assert {(m.object, m.owned_by) for m in models} == {("model", "memex")}
+    assert sdk.models.retrieve("memex/historian").id == "memex/historian"
+
+    # `llm` lists the models configured for it, not the server's: configured from the list.
+    user_path = tmp_path / "llm"
+    user_path.mkdir()
+    entries = [
+        {"model_id": i.replace("/", "-"), "model_name": i, "api_base": f"{base}/v1"}
+        for i in [*ids, "memex/poet"]  # and one the gateway does not serve
+    ]
+    (user_path / "extra-openai-models.yaml").write_text(yaml.safe_dump(entries))
+    env = llm_env(user_path)
+    listed = llm(env, "models")
+    assert listed.returncode == 0, listed.stderr
+    for i in ids:
+        assert f": {i.replace('/', '-')}" in listed.stdout, listed.stdout
+
+    refused = llm(env, "-m", "memex-poet", "Hello?")
+    assert refused.returncode != 0
+    assert "404" in refused.stderr and "does not exist" in refused.stderr, refused.stderr
+
+    with httpx.Client(base_url=base, timeout=60) as client:
+        before = conversation_ids(client)
+        # A streamed reply (llm streams by default): it arrives in pieces, as it is written.
+        question = "How much of the deposit did Graham return?"
+        pieces, code, stderr = llm_streamed(env, "-m", "memex-analyst", question)
+        assert code == 0, stderr
+        reply = b"".join(pieces).decode().strip()
+        assert reply and "@@CITATIONS" not in reply
+        assert len(pieces) > 1, pieces
+        [started] = conversation_ids(client) - before
+
+        # `llm -c` sends the whole history again; the gateway knows it as that reply's and
+        # continues the same memex conversation rather than starting another.
+        followed = llm(env, "-c", "And how much went on cleaning?")
+        assert followed.returncode == 0, followed.stderr
+        assert followed.stdout.strip()
+        assert conversation_ids(client) - before == {started}
+        stored = client.get(f"/v1/conversations/{started}").json()["messages"]
+        assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
+        assert [stored[0]["text"], stored[2]["text"]] == [
+            question,
+            "And how much went on cleaning?",
+        ]
+
+    # llm's own log agrees: one conversation of two responses, from the analyst model.
+    logged = json.loads(llm(env, "logs", "list", "--json", "-n", "2").stdout)
+    assert len({r["conversation_id"] for r in logged}) == 1
+    assert {r["model"] for r in logged} == {"memex-analyst"}
 
 
 def test_a_disconnect_stops_the_model(

@@ -19,6 +19,7 @@ from memex.gateway import errors
 from memex.gateway.apikeys import KeyRing
 from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
+from memex.gateway.continuations import Continuations
 from memex.gateway.middleware import BodyLimit, RequestContext
 from memex.gateway.models import ErrorBody
 from memex.gateway.routes import (
@@ -27,6 +28,7 @@ from memex.gateway.routes import (
     conversations,
     notes,
     openai_compat,
+    personas,
     records,
     system,
     turns,
@@ -119,6 +121,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     )
     app.openapi = _spec_with_400s(app)  # type: ignore[method-assign]
     app.state.settings = settings
+    app.state.continuations = Continuations()
     app.state.guard = Guard(
         keys=KeyRing(settings.keys_file),
         required=settings.keys_required,
@@ -129,6 +132,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         ask.router,
         chat.router,
         openai_compat.router,
+        personas.router,
         records.router,
         conversations.router,
         turns.router,

@@ -19,6 +19,7 @@ import grpc
 from pydantic import BaseModel
 
 from memex.gateway import convert, models
+from memex.gateway.chat_codes import status_of
 from memex.gateway.errors import ApiError
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -59,7 +60,8 @@ def to_event(message: opb.ChatResponse) -> Event:
             chunks_considered=d.chunks_considered,
         )
     if kind == "error":
-        return "error", models.ChatError(code=message.error.code, message=message.error.message)
+        e = message.error
+        return "error", models.ChatError(code=status_of(e.code).name, message=e.message)
     return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 

@@ -28,6 +28,7 @@ ORCHESTRATOR_READS = (
     "GetTurn",
     "ListThreads",
     "ListTurns",
+    "ListPersonas",
 )
 RETRIEVAL_READS = ("QueryRecords", "PersonTimeline", "ListInbox", "GetNote")
 

@@ -143,3 +143,28 @@ def field_filter(f: models.FieldFilter) -> rpb.FieldFilter:
     out = rpb.FieldFilter(field=f.field, op=f.op)
     json_format.ParseDict(f.value, out.value)
     return out
+
+
+def persona(p: opb.Persona) -> models.Persona:
+    return models.Persona(
+        name=p.name,
+        description=p.description,
+        default_for_ask=p.default_for_ask,
+        default_for_chat=p.default_for_chat,
+        chunks=p.chunks,
+        channels=[_enum_word(common_pb2.Channel.Name(c), "CHANNEL_") for c in p.channels],
+        time_window_days=p.time_window_days,
+        include_contested=p.include_contested,
+        observation_weight=p.observation_weight,
+        stages=list(p.stages),
+        model_calls=p.model_calls,
+        system_prompt=p.system_prompt,
+    )
+
+
+def personas(reply: opb.ListPersonasResponse) -> models.PersonaList:
+    return models.PersonaList(
+        personas=[persona(p) for p in reply.personas],
+        default_ask=reply.default_ask,
+        default_chat=reply.default_chat,
+    )

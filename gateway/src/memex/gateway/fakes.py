@@ -70,6 +70,44 @@ LOGGED_ASKS = [
 ]
 
 
+PERSONAS = pb.ListPersonasResponse(
+    personas=[
+        pb.Persona(
+            name="analyst",
+            description="Cited, careful answers.",
+            default_for_ask=True,
+            chunks=10,
+            channels=[common_pb2.CHANNEL_VECTOR, common_pb2.CHANNEL_KEYWORD],
+            stages=["plan", "retrieve", "synthesize", "ground_check"],
+            model_calls=2,
+            system_prompt="Answer from the notes.",
+        ),
+        pb.Persona(
+            name="friend",
+            description="Warm and brief.",
+            default_for_chat=True,
+            chunks=12,
+            channels=[common_pb2.CHANNEL_VECTOR],
+            stages=["retrieve", "synthesize"],
+            model_calls=1,
+            system_prompt="Be kind.",
+        ),
+        pb.Persona(
+            name="historian",
+            description="A user's own persona: dates first.",
+            chunks=15,
+            channels=[common_pb2.CHANNEL_VECTOR, common_pb2.CHANNEL_OBSERVATIONS],
+            time_window_days=365,
+            stages=["retrieve", "synthesize"],
+            model_calls=1,
+            system_prompt="Dates first.",
+        ),
+    ],
+    default_ask="analyst",
+    default_chat="friend",
+)
+
+
 def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
     return pb.AskResponse(
         answer="".join(ANSWER_DRAFT),
@@ -85,6 +123,8 @@ def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
 
 class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
+
+    Personas: analyst (ask default), friend (chat default) and a user's own, historian.
 
     Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
     waits until cancelled (setting ``ask_cancelled``), before any event when streamed. A
@@ -183,7 +223,9 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         yield pb.ChatResponse(meta=meta)
         if request.message == "fail after":
             yield pb.ChatResponse(delta="Half a ")
-            yield pb.ChatResponse(error=pb.ChatError(code="UNAVAILABLE", message="reasoner gone"))
+            yield pb.ChatResponse(
+                error=pb.ChatError(code=pb.CHAT_ERROR_CODE_UNAVAILABLE, message="reasoner gone")
+            )
             return
         if request.message == "slow":
             try:
@@ -215,6 +257,11 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         yield pb.ChatResponse(
             done=pb.ChatDone(message_id=message_id, latency_ms=3.0, chunks_considered=1)
         )
+
+    async def ListPersonas(
+        self, request: pb.ListPersonasRequest, context: Context
+    ) -> pb.ListPersonasResponse:
+        return PERSONAS
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         return pb.SearchResponse(items=[ITEM], turn_id="turn-search")

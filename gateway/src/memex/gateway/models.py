@@ -42,6 +42,14 @@ class Strict(BaseModel):
 class ErrorDetail(BaseModel):
     code: str = Field(description="gRPC status name, e.g. NOT_FOUND or INVALID_ARGUMENT.")
     message: str = Field(description="What went wrong and what to change.")
+    type: str | None = Field(
+        None,
+        description="OpenAI-compatible routes only (/v1/chat/completions, /v1/models): OpenAI's "
+        "error type, e.g. invalid_request_error.",
+    )
+    param: str | None = Field(
+        None, description="OpenAI-compatible routes only: the request field at fault, if one is."
+    )
 
 
 class ErrorBody(BaseModel):
@@ -318,6 +326,37 @@ class TurnList(BaseModel):
     turns: list[Turn]
 
 
+# --- personas ------------------------------------------------------------------------------------
+
+
+Channel = Literal["unspecified", "vector", "keyword", "graph", "beliefs", "observations"]
+
+
+class Persona(BaseModel):
+    """A persona ask and chat accept, as its file sets it (SPEC B6)."""
+
+    name: str = Field(description="What `persona` takes in ask, chat and search, e.g. analyst.")
+    description: str
+    default_for_ask: bool = Field(description="An empty persona in ask means this one.")
+    default_for_chat: bool = Field(description="An empty persona in chat means this one.")
+    chunks: int = Field(description="Items briefed to the model.")
+    channels: list[Channel] = Field(description="Retrieval channels searched.")
+    time_window_days: int = Field(description="Only items this recent; 0: all time.")
+    include_contested: bool
+    observation_weight: float
+    stages: list[str] = Field(description="Ask stages, in order.")
+    model_calls: int = Field(description="Reasoner calls one ask makes, at most.")
+    system_prompt: str = Field(description="The persona's instructions to the model.")
+
+
+class PersonaList(BaseModel):
+    """Every persona, sorted by name: the built-ins and those in the personas folder."""
+
+    personas: list[Persona]
+    default_ask: str
+    default_chat: str
+
+
 # --- OpenAI-compatible chat completions --------------------------------------------------------
 
 
@@ -389,3 +428,26 @@ class ChatCompletion(BaseModel):
     model: str
     choices: list[CompletionChoice]
     memex: MemexExtension
+
+
+class ModelPersona(BaseModel):
+    """Extension `memex` of a model: the persona behind it."""
+
+    persona: str
+    description: str
+
+
+class Model(BaseModel):
+    """An OpenAI model object: one memex persona (``memex/<persona>``), or ``memex`` for the
+    chat default."""
+
+    id: str = Field(description='"memex" (the chat default persona) or "memex/<persona>".')
+    object: Literal["model"] = "model"
+    created: int = Field(description="Unix seconds: when this gateway started.")
+    owned_by: str = "memex"
+    memex: ModelPersona
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]

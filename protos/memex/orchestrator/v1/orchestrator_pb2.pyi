@@ -59,6 +59,55 @@ TURN_STATE_ANSWERED: TurnState.ValueType  # 3
 TURN_STATE_ERROR: TurnState.ValueType  # 4
 Global___TurnState: _TypeAlias = TurnState  # noqa: Y015
 
+class _ChatErrorCode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ChatErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ChatErrorCode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CHAT_ERROR_CODE_UNSPECIFIED: _ChatErrorCode.ValueType  # 0
+    CHAT_ERROR_CODE_CANCELLED: _ChatErrorCode.ValueType  # 1
+    CHAT_ERROR_CODE_UNKNOWN: _ChatErrorCode.ValueType  # 2
+    CHAT_ERROR_CODE_INVALID_ARGUMENT: _ChatErrorCode.ValueType  # 3
+    CHAT_ERROR_CODE_DEADLINE_EXCEEDED: _ChatErrorCode.ValueType  # 4
+    CHAT_ERROR_CODE_NOT_FOUND: _ChatErrorCode.ValueType  # 5
+    CHAT_ERROR_CODE_ALREADY_EXISTS: _ChatErrorCode.ValueType  # 6
+    CHAT_ERROR_CODE_PERMISSION_DENIED: _ChatErrorCode.ValueType  # 7
+    CHAT_ERROR_CODE_RESOURCE_EXHAUSTED: _ChatErrorCode.ValueType  # 8
+    CHAT_ERROR_CODE_FAILED_PRECONDITION: _ChatErrorCode.ValueType  # 9
+    CHAT_ERROR_CODE_ABORTED: _ChatErrorCode.ValueType  # 10
+    CHAT_ERROR_CODE_OUT_OF_RANGE: _ChatErrorCode.ValueType  # 11
+    CHAT_ERROR_CODE_UNIMPLEMENTED: _ChatErrorCode.ValueType  # 12
+    CHAT_ERROR_CODE_INTERNAL: _ChatErrorCode.ValueType  # 13
+    CHAT_ERROR_CODE_UNAVAILABLE: _ChatErrorCode.ValueType  # 14
+    CHAT_ERROR_CODE_DATA_LOSS: _ChatErrorCode.ValueType  # 15
+    CHAT_ERROR_CODE_UNAUTHENTICATED: _ChatErrorCode.ValueType  # 16
+
+class ChatErrorCode(_ChatErrorCode, metaclass=_ChatErrorCodeEnumTypeWrapper):
+    """How a chat stream ended when it failed: the gRPC status codes, with their numbers (so
+    CHAT_ERROR_CODE_<NAME> is grpc.StatusCode.<NAME> by name and by value). OK has no place here: a
+    chat that ends well ends with `done`.
+    """
+
+CHAT_ERROR_CODE_UNSPECIFIED: ChatErrorCode.ValueType  # 0
+CHAT_ERROR_CODE_CANCELLED: ChatErrorCode.ValueType  # 1
+CHAT_ERROR_CODE_UNKNOWN: ChatErrorCode.ValueType  # 2
+CHAT_ERROR_CODE_INVALID_ARGUMENT: ChatErrorCode.ValueType  # 3
+CHAT_ERROR_CODE_DEADLINE_EXCEEDED: ChatErrorCode.ValueType  # 4
+CHAT_ERROR_CODE_NOT_FOUND: ChatErrorCode.ValueType  # 5
+CHAT_ERROR_CODE_ALREADY_EXISTS: ChatErrorCode.ValueType  # 6
+CHAT_ERROR_CODE_PERMISSION_DENIED: ChatErrorCode.ValueType  # 7
+CHAT_ERROR_CODE_RESOURCE_EXHAUSTED: ChatErrorCode.ValueType  # 8
+CHAT_ERROR_CODE_FAILED_PRECONDITION: ChatErrorCode.ValueType  # 9
+CHAT_ERROR_CODE_ABORTED: ChatErrorCode.ValueType  # 10
+CHAT_ERROR_CODE_OUT_OF_RANGE: ChatErrorCode.ValueType  # 11
+CHAT_ERROR_CODE_UNIMPLEMENTED: ChatErrorCode.ValueType  # 12
+CHAT_ERROR_CODE_INTERNAL: ChatErrorCode.ValueType  # 13
+CHAT_ERROR_CODE_UNAVAILABLE: ChatErrorCode.ValueType  # 14
+CHAT_ERROR_CODE_DATA_LOSS: ChatErrorCode.ValueType  # 15
+CHAT_ERROR_CODE_UNAUTHENTICATED: ChatErrorCode.ValueType  # 16
+Global___ChatErrorCode: _TypeAlias = ChatErrorCode  # noqa: Y015
+
 @_typing.final
 class GroundingReport(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -374,13 +423,14 @@ class ChatError(_message.Message):
 
     CODE_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
-    code: _builtins.str
-    """A gRPC status code name, e.g. "UNAVAILABLE"."""
+    code: Global___ChatErrorCode.ValueType
+    """The gRPC status the chat ended with (the same code a unary call would have failed with)."""
     message: _builtins.str
+    """Client-facing: what went wrong and what to change."""
     def __init__(
         self,
         *,
-        code: _builtins.str = ...,
+        code: Global___ChatErrorCode.ValueType = ...,
         message: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
@@ -1006,3 +1056,113 @@ class ListLoggedAsksResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListLoggedAsksResponse: _TypeAlias = ListLoggedAsksResponse  # noqa: Y015
+
+@_typing.final
+class ListPersonasRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPersonasRequest: _TypeAlias = ListPersonasRequest  # noqa: Y015
+
+@_typing.final
+class Persona(_message.Message):
+    """One persona as its TOML file sets it (services/orchestrator personas; SPEC B6)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    DEFAULT_FOR_ASK_FIELD_NUMBER: _builtins.int
+    DEFAULT_FOR_CHAT_FIELD_NUMBER: _builtins.int
+    CHUNKS_FIELD_NUMBER: _builtins.int
+    CHANNELS_FIELD_NUMBER: _builtins.int
+    TIME_WINDOW_DAYS_FIELD_NUMBER: _builtins.int
+    INCLUDE_CONTESTED_FIELD_NUMBER: _builtins.int
+    OBSERVATION_WEIGHT_FIELD_NUMBER: _builtins.int
+    STAGES_FIELD_NUMBER: _builtins.int
+    MODEL_CALLS_FIELD_NUMBER: _builtins.int
+    SYSTEM_PROMPT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The name ask and chat take, e.g. "analyst"."""
+    description: _builtins.str
+    default_for_ask: _builtins.bool
+    """Whether this persona is the default for ask, and for chat (an empty persona means it)."""
+    default_for_chat: _builtins.bool
+    chunks: _builtins.int
+    """Items briefed to the model."""
+    time_window_days: _builtins.int
+    """Only items this many days old or newer; 0 means all time."""
+    include_contested: _builtins.bool
+    observation_weight: _builtins.float
+    model_calls: _builtins.int
+    """Reasoner calls one ask makes with this persona (at most)."""
+    system_prompt: _builtins.str
+    """The persona's instructions to the model."""
+    @_builtins.property
+    def channels(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Channel.ValueType]:
+        """Retrieval channels searched."""
+
+    @_builtins.property
+    def stages(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ask stages, in order, e.g. ["plan", "retrieve", "synthesize", "ground_check"]."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        default_for_ask: _builtins.bool = ...,
+        default_for_chat: _builtins.bool = ...,
+        chunks: _builtins.int = ...,
+        channels: _abc.Iterable[_common_pb2.Channel.ValueType] | None = ...,
+        time_window_days: _builtins.int = ...,
+        include_contested: _builtins.bool = ...,
+        observation_weight: _builtins.float = ...,
+        stages: _abc.Iterable[_builtins.str] | None = ...,
+        model_calls: _builtins.int = ...,
+        system_prompt: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channels", b"channels", "chunks", b"chunks", "default_for_ask", b"default_for_ask", "default_for_chat", b"default_for_chat", "description", b"description", "include_contested", b"include_contested", "model_calls", b"model_calls", "name", b"name", "observation_weight", b"observation_weight", "stages", b"stages", "system_prompt", b"system_prompt", "time_window_days", b"time_window_days"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Persona: _TypeAlias = Persona  # noqa: Y015
+
+@_typing.final
+class ListPersonasResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PERSONAS_FIELD_NUMBER: _builtins.int
+    DEFAULT_ASK_FIELD_NUMBER: _builtins.int
+    DEFAULT_CHAT_FIELD_NUMBER: _builtins.int
+    default_ask: _builtins.str
+    """The persona an empty persona means, for ask and for chat."""
+    default_chat: _builtins.str
+    @_builtins.property
+    def personas(self) -> _containers.RepeatedCompositeFieldContainer[Global___Persona]:
+        """Sorted by name."""
+
+    def __init__(
+        self,
+        *,
+        personas: _abc.Iterable[Global___Persona] | None = ...,
+        default_ask: _builtins.str = ...,
+        default_chat: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default_ask", b"default_ask", "default_chat", b"default_chat", "personas", b"personas"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPersonasResponse: _TypeAlias = ListPersonasResponse  # noqa: Y015

@@ -94,6 +94,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
                 _registered_method=True)
+        self.ListPersonas = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ListPersonas',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -181,6 +186,16 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPersonas(self, request, context):
+        """--- Personas (issue 11) ---
+        The personas ask and chat accept (the built-ins and those loaded from the personas folder),
+        sorted by name, with the defaults for ask and chat: what the web page's picker and the
+        gateway's OpenAI-compatible model list are built from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -243,6 +258,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ListLoggedAsks,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.SerializeToString,
+            ),
+            'ListPersonas': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPersonas,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -569,6 +589,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ListLoggedAsks',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPersonas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ListPersonas',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.FromString,
             options,
             channel_credentials,
             insecure,

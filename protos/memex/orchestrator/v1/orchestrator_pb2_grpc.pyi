@@ -55,6 +55,12 @@ class OrchestratorServiceStub:
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
     """
+    ListPersonas: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListPersonasRequest, _orchestrator_pb2.ListPersonasResponse]
+    """--- Personas (issue 11) ---
+    The personas ask and chat accept (the built-ins and those loaded from the personas folder),
+    sorted by name, with the defaults for ask and chat: what the web page's picker and the
+    gateway's OpenAI-compatible model list are built from.
+    """
 
 @_typing.type_check_only
 class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
@@ -82,6 +88,12 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     ListLoggedAsks: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]  # type: ignore[assignment]
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
+    """
+    ListPersonas: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListPersonasRequest, _orchestrator_pb2.ListPersonasResponse]  # type: ignore[assignment]
+    """--- Personas (issue 11) ---
+    The personas ask and chat accept (the built-ins and those loaded from the personas folder),
+    sorted by name, with the defaults for ask and chat: what the web page's picker and the
+    gateway's OpenAI-compatible model list are built from.
     """
 
 class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -179,6 +191,18 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_orchestrator_pb2.ListLoggedAsksResponse, _abc.Awaitable[_orchestrator_pb2.ListLoggedAsksResponse]]:
         """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
         --replay` asks again to show which answers changed.
+        """
+
+    @_abc_1.abstractmethod
+    def ListPersonas(
+        self,
+        request: _orchestrator_pb2.ListPersonasRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ListPersonasResponse, _abc.Awaitable[_orchestrator_pb2.ListPersonasResponse]]:
+        """--- Personas (issue 11) ---
+        The personas ask and chat accept (the built-ins and those loaded from the personas folder),
+        sorted by name, with the defaults for ask and chat: what the web page's picker and the
+        gateway's OpenAI-compatible model list are built from.
         """
 
 def add_OrchestratorServiceServicer_to_server(servicer: OrchestratorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

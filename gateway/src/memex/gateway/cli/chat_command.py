@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from memex.common.v1 import common_pb2
+from memex.gateway.chat_codes import status_of
 from memex.gateway.cli import rpc
 from memex.gateway.cli.ask_commands import SUPPORT_LABELS, render_citations, run
 from memex.gateway.cli.progress import Spinner
@@ -83,7 +84,8 @@ async def chat_turn(
             elif kind == "done":
                 turn.message_id = event.done.message_id
             elif kind == "error":
-                turn.error, turn.error_code = event.error.message, event.error.code
+                turn.error = event.error.message
+                turn.error_code = status_of(event.error.code).name
     finally:
         await spinner.stop()
     if stream:

@@ -50,6 +50,48 @@ function persona() {
   return $("persona").value.trim();
 }
 
+function savedPersona() {
+  try {
+    return localStorage.getItem(PERSONA_STORAGE) || "";
+  } catch {
+    return "";
+  }
+}
+
+function personaOption(value, label, title = "") {
+  const option = el("option", {}, label);
+  option.value = value;
+  if (title) option.title = title;
+  return option;
+}
+
+/**
+ * Fills the persona picker from GET /v1/personas (the orchestrator's list: built-ins and the
+ * personas folder's), keeping the saved choice when it is still a persona. When the list cannot be
+ * read (no API key yet, gateway down) the picker offers the default and the saved choice, and says
+ * why in its tooltip.
+ */
+async function loadPersonas() {
+  const select = $("persona");
+  const saved = savedPersona();
+  let options;
+  try {
+    const { personas, default_chat: fallback } = await getJson("/v1/personas");
+    options = [personaOption("", `default (${fallback})`, "The chat default persona")];
+    for (const p of personas || []) {
+      options.push(personaOption(p.name, p.name, p.description));
+    }
+    select.title = "";
+  } catch (err) {
+    options = [personaOption("", "default")];
+    if (saved) options.push(personaOption(saved, saved));
+    select.title = `The personas could not be listed: ${describe(err).join(": ")}`;
+  }
+  select.replaceChildren(...options);
+  select.value = options.some((o) => o.value === saved) ? saved : "";
+  select.dataset.loaded = String(options.length);
+}
+
 function describe(err) {
   if (err instanceof ApiError) return [err.code, err.message];
   return ["ERROR", String(err && err.message ? err.message : err)];
@@ -375,17 +417,17 @@ function init() {
       newConversation();
     });
   }
-  const personaInput = $("persona");
-  personaInput.value = localStorage.getItem(PERSONA_STORAGE) || "";
-  personaInput.addEventListener("change", () => {
+  $("persona").addEventListener("change", () => {
     localStorage.setItem(PERSONA_STORAGE, persona());
   });
+  loadPersonas();
   $("api-key").value = apiKey();
   $("key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     setApiKey($("api-key").value.trim());
     $("key-status").textContent = apiKey() ? "Saved." : "No key set.";
     refreshSidebar();
+    loadPersonas(); // a list refused for want of a key can be read now
   });
   $("key-clear").addEventListener("click", () => {
     setApiKey("");

@@ -77,6 +77,10 @@ class Personas:
         """Every persona name, sorted."""
         return sorted(self._by_name)
 
+    def all(self) -> list[Persona]:
+        """Every persona, sorted by name."""
+        return [self._by_name[name] for name in self.names()]
+
     def get(self, name: str, purpose: Literal["ask", "chat"]) -> Persona:
         """The named persona, or the default for ``purpose`` when ``name`` is empty."""
         name = name or (self.default_ask if purpose == "ask" else self.default_chat)

@@ -15,12 +15,13 @@ from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
 from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.persona import Persona, Personas
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2
-from memex.shared.errors import InvalidArgument
+from memex.shared.errors import InvalidArgument, MemexError
 from memex.shared.grpc_errors import status_for
 from memex.shared.server import EngineSlot
 
@@ -156,6 +157,29 @@ def logged_ask_pb(a: LoggedAsk) -> pb.LoggedAsk:
     )
 
 
+def chat_error_code(error: MemexError) -> pb.ChatErrorCode.ValueType:
+    """A chat failure's status as the ChatErrorCode of the same name (and number)."""
+    return pb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{status_for(error).name}")
+
+
+def persona_pb(persona: Persona, personas: Personas) -> pb.Persona:
+    """A loaded persona on the wire, marked when it is a default."""
+    return pb.Persona(
+        name=persona.name,
+        description=persona.description,
+        default_for_ask=persona.name == personas.default_ask,
+        default_for_chat=persona.name == personas.default_chat,
+        chunks=persona.chunks,
+        channels=[CHANNELS[c] for c in persona.channels],
+        time_window_days=persona.time_window_days,
+        include_contested=persona.include_contested,
+        observation_weight=persona.observation_weight,
+        stages=list(persona.stages),
+        model_calls=persona.model_calls,
+        system_prompt=persona.system_prompt,
+    )
+
+
 def _citations(citations: Sequence[Citation]) -> list[common_pb2.Citation]:
     return [citation_pb(c) for c in citations]
 
@@ -232,7 +256,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
                     case chat_events.Error():
                         yield pb.ChatResponse(
                             error=pb.ChatError(
-                                code=status_for(event.error).name, message=event.error.message
+                                code=chat_error_code(event.error), message=event.error.message
                             )
                         )
 
@@ -315,3 +339,13 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             o.context.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListLoggedAsksResponse(asks=[logged_ask_pb(a) for a in asks])
+
+    async def ListPersonas(
+        self, request: pb.ListPersonasRequest, context: Context
+    ) -> pb.ListPersonasResponse:
+        personas = self._slot.get().context.personas
+        return pb.ListPersonasResponse(
+            personas=[persona_pb(p, personas) for p in personas.all()],
+            default_ask=personas.default_ask,
+            default_chat=personas.default_chat,
+        )
