@@ -10,8 +10,6 @@ import grpc
 import pytest
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.chat import Chatter
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.servicer import OrchestratorServicer, chat_error_code
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
@@ -21,7 +19,7 @@ from memex.shared.grpc_errors import STATUS_BY_ERROR
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.server import EngineSlot
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 
 @pytest.fixture
@@ -32,9 +30,9 @@ async def stub(tmp_path: Path) -> AsyncIterator[Any]:
         'name = "historian"\ndescription = "Dates first."\ndefault_for = ["chat"]\n'
         'chunks = 15\nchannels = ["vector", "observations"]\nsystem_prompt = "Dates first."\n'
     )
-    context = make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
+    orchestrator = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
     slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
-    slot.set(Orchestrator(context, Asker(context), Chatter(context)))
+    slot.set(orchestrator)
     server = grpc.aio.server(interceptors=[CallInterceptor()])
     orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
         OrchestratorServicer(slot), server
@@ -46,7 +44,7 @@ async def stub(tmp_path: Path) -> AsyncIterator[Any]:
             yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
     finally:
         await server.stop(None)
-        context.store.close()
+        orchestrator.store.close()
 
 
 async def test_list_personas_has_the_built_ins_and_the_users_own(stub: Any) -> None:

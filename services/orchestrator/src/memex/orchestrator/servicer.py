@@ -273,7 +273,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> pb.ListConversationsResponse:
         o = self._slot.get()
         found = await asyncio.to_thread(
-            o.context.store.list_conversations, o.tenant(request.tenant), request.limit or 50
+            o.store.list_conversations, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListConversationsResponse(conversations=[conversation_pb(c) for c in found])
 
@@ -282,7 +282,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> pb.GetConversationResponse:
         o = self._slot.get()
         conversation, messages = await asyncio.to_thread(
-            o.context.store.get_conversation, o.tenant(request.tenant), request.conversation_id
+            o.store.get_conversation, o.tenant(request.tenant), request.conversation_id
         )
         return pb.GetConversationResponse(
             conversation=conversation_pb(conversation), messages=[message_pb(m) for m in messages]
@@ -293,7 +293,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> pb.DeleteConversationResponse:
         o = self._slot.get()
         await asyncio.to_thread(
-            o.context.store.delete_conversation, o.tenant(request.tenant), request.conversation_id
+            o.store.delete_conversation, o.tenant(request.tenant), request.conversation_id
         )
         return pb.DeleteConversationResponse()
 
@@ -307,7 +307,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     async def GetTurn(self, request: pb.GetTurnRequest, context: Context) -> pb.GetTurnResponse:
         o = self._slot.get()
         turn = await asyncio.to_thread(
-            o.context.store.get_turn, o.tenant(request.tenant), request.turn_id
+            o.store.get_turn, o.tenant(request.tenant), request.turn_id
         )
         return pb.GetTurnResponse(turn=turn_pb(turn))
 
@@ -316,7 +316,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> pb.ListThreadsResponse:
         o = self._slot.get()
         threads = await asyncio.to_thread(
-            o.context.store.list_threads, o.tenant(request.tenant), request.limit or 50
+            o.store.list_threads, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListThreadsResponse(threads=[thread_pb(t) for t in threads])
 
@@ -325,7 +325,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> pb.ListTurnsResponse:
         o = self._slot.get()
         turns = await asyncio.to_thread(
-            o.context.store.list_turns, o.tenant(request.tenant), request.thread_id
+            o.store.list_turns, o.tenant(request.tenant), request.thread_id
         )
         return pb.ListTurnsResponse(turns=[turn_pb(t) for t in turns])
 
@@ -336,14 +336,14 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         if request.limit < 0:
             raise InvalidArgument("limit must be >= 0")
         asks = await asyncio.to_thread(
-            o.context.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
+            o.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListLoggedAsksResponse(asks=[logged_ask_pb(a) for a in asks])
 
     async def ListPersonas(
         self, request: pb.ListPersonasRequest, context: Context
     ) -> pb.ListPersonasResponse:
-        personas = self._slot.get().context.personas
+        personas = self._slot.get().personas
         return pb.ListPersonasResponse(
             personas=[persona_pb(p, personas) for p in personas.all()],
             default_ask=personas.default_ask,
