@@ -306,9 +306,7 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
 
     async def GetTurn(self, request: pb.GetTurnRequest, context: Context) -> pb.GetTurnResponse:
         o = self._slot.get()
-        turn = await asyncio.to_thread(
-            o.store.get_turn, o.tenant(request.tenant), request.turn_id
-        )
+        turn = await asyncio.to_thread(o.store.get_turn, o.tenant(request.tenant), request.turn_id)
         return pb.GetTurnResponse(turn=turn_pb(turn))
 
     async def ListThreads(
