@@ -24,6 +24,7 @@ CITATION = {
     "episode_id": "ep-1",
     "quote": "return £1,030",
     "support": "verbatim",
+    "support_label": "verbatim",
 }
 
 

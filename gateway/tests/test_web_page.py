@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Page, Route, expect, sync_playwright
+from playwright.sync_api import Page, Request, Route, expect, sync_playwright
 
 from memex.shared.testing import require
 
@@ -66,7 +66,7 @@ NOTE = {
     "date": "2026-04-28",
     "text": "# Deal 🏠\nGraham returns £1,030 of the £1,150.\n# Later\nIt came late.",
     # Offsets count code points, as Python does; the emoji is two UTF-16 units in JavaScript.
-    "chunks": [
+    "sections": [
         {"id": "c0", "ordinal": 0, "heading": "Deal", "start": 0, "end": 9},
         {"id": "c1", "ordinal": 1, "heading": "Deal", "start": 9, "end": 46},
     ],
@@ -85,6 +85,7 @@ class Api:
         self.chat_status = 200
         self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
         self.turn_states = ["pending", "thinking", "answered"]
+        self.note_requests: list[Request] = []
 
     def handle(self, route: Route) -> None:
         request = route.request
@@ -103,6 +104,7 @@ class Api:
             else:
                 route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
         elif path == "/v1/notes/ep-deposit":
+            self.note_requests.append(request)
             route.fulfill(json=NOTE)
         elif path.startswith("/v1/conversations"):
             route.fulfill(json={"conversations": []})
@@ -267,6 +269,9 @@ def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, 
     expect(page).to_have_url(f"{BASE}/notes/ep-deposit?chunk=c1")
     expect(page.get_by_role("heading", name="Flat Deposit Agreement")).to_be_visible()
     expect(page.locator("mark#cited")).to_have_text("Graham returns £1,030 of the £1,150.\n")
+    # The owner's page asks for the note explicitly, so a sensitive one opens too (issue 11).
+    [query] = [urlsplit(r.url).query for r in api.note_requests]
+    assert query == "include_sensitive=true"
     expect(page.get_by_label("Message")).to_be_hidden()
     page.get_by_role("link", name="Back to chat").click()
     expect(page.get_by_label("Message")).to_be_visible()

@@ -13,7 +13,7 @@ from typing import Any
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.core import Context
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
 from memex.orchestrator.store import OrchestratorStore
@@ -71,6 +71,22 @@ class FakeMemory:
 
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
         return [i for i in self.items if i.ref.startswith("inbox:")][:limit]
+
+    # The surfaces' reads are tested against a real retrieval servicer (test_reads.py).
+
+    async def records(
+        self, tenant: str, collection: str, filters: object, sort: str, limit: int
+    ) -> list[Record]:
+        raise NotImplementedError
+
+    async def timeline(self, tenant: str, entity_id: str, limit: int) -> Timeline:
+        raise NotImplementedError
+
+    async def inbox(self, tenant: str, limit: int, include_done: bool) -> list[Record]:
+        raise NotImplementedError
+
+    async def note(self, tenant: str, episode_id: str) -> Note:
+        raise NotImplementedError
 
 
 NOTES = [

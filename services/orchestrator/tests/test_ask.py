@@ -12,6 +12,7 @@ from memex.orchestrator.ask import Asker, Draft, Finished, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.items import ShownItem
+from memex.orchestrator.policy import scope
 from memex.orchestrator.service import Orchestrator
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
@@ -333,7 +334,7 @@ async def test_bad_questions_are_refused_before_any_model_call(
 async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path) -> None:
     context = make_context(tmp_path, reasoner(), FakeMemory(NOTES))
     o = Orchestrator(context, Asker(context), Chatter(context))
-    items, turn_id = await o.search("me", "the deposit", "", 3)
+    items, turn_id = await o.reads.search(scope("me", include_sensitive=True), "the deposit", k=3)
     assert len(items) == 3
     [turn] = context.store.query(
         "SELECT kind, query, persona, model, abstained, latency_ms FROM telemetry_turns "

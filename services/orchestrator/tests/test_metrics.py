@@ -11,6 +11,7 @@ from prometheus_client import REGISTRY, generate_latest
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.chat import Chatter, Delta, Meta
 from memex.orchestrator.chat import Done as ChatDone
+from memex.orchestrator.policy import scope
 from memex.orchestrator.service import Orchestrator
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_context
@@ -140,7 +141,7 @@ async def test_search_is_timed(tmp_path: Path) -> None:
     context = make_context(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
     o = Orchestrator(context, Asker(context), Chatter(context))
     delta = Deltas(stage("search"))
-    await o.search("me", "deposit", "", 3)
+    await o.reads.search(scope("me"), "deposit", k=3)
     assert delta() == [1]
 
 

@@ -1,4 +1,4 @@
-"""The orchestrator's engine: the context plus ask, chat, search, conversations and turns."""
+"""The orchestrator's engine: the context plus ask, chat, memory reads, conversations and turns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
@@ -15,10 +15,9 @@ from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.core import Context
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ReasonerInfo
+from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError, Unavailable
@@ -33,31 +32,14 @@ class Orchestrator:
     context: Context
     asker: Asker
     chatter: Chatter
+    reads: Reads = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reads = Reads(self.context)
 
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
         return tenant or self.context.settings.default_tenant
-
-    async def search(
-        self, tenant: str, query: str, persona_name: str, k: int
-    ) -> tuple[list[ShownItem], str]:
-        """Hybrid search shaped by a persona, with telemetry (SPEC B12)."""
-        if not query.strip():
-            raise InvalidArgument("query is empty")
-        started = time.perf_counter()
-        c = self.context
-        persona = c.personas.get(persona_name, "ask")
-        with timed("search"):
-            items = await c.memory.search(tenant, c.search_spec(persona, query, k or None))
-        turn_id = await c.record(
-            tenant=tenant,
-            kind="search",
-            query=query,
-            persona=persona.name,
-            items=items,
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        return items, turn_id
 
     async def create_turn(self, tenant: str, thread_id: str, text: str) -> Turn:
         """A pending user turn for the chat worker (SPEC B13)."""
