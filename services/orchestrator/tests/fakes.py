@@ -5,18 +5,28 @@ The real stages are exercised by the end-to-end tests; these only let each rule 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
+
+from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
+from memex.orchestrator.chat import Chatter
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.core import Context
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
+from memex.orchestrator.service import Orchestrator
+from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.interceptors import CallInterceptor
+from memex.shared.server import EngineSlot
 
 
 @dataclass
@@ -141,3 +151,23 @@ def make_context(
         info,
         load_personas(config.personas_dir),
     )
+
+
+@contextlib.asynccontextmanager
+async def serving(context: Context) -> AsyncIterator[Any]:
+    """The real orchestrator servicer and engine over ``context``, on a real gRPC server on
+    port 0 behind memex's interceptor; yields a stub. Closes the context's store after."""
+    slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
+    slot.set(Orchestrator(context, Asker(context), Chatter(context)))
+    server = grpc.aio.server(interceptors=[CallInterceptor()])
+    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
+        OrchestratorServicer(slot), server
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
+    finally:
+        await server.stop(None)
+        context.store.close()

@@ -13,20 +13,13 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory
 from memex.orchestrator.core import Context
-from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2 as rpb
 from memex.retrieval.v1 import retrieval_pb2_grpc
-from memex.shared.interceptors import CallInterceptor
-from memex.shared.server import EngineSlot
 
-from .fakes import ScriptedReasoner, make_context
+from .fakes import ScriptedReasoner, make_context, serving
 
 
 def _struct(values: dict[str, Any]) -> struct_pb2.Struct:
@@ -140,22 +133,12 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Retrieval, Context]
     await backend.start()
     memory = GrpcMemory(f"127.0.0.1:{backend_port}")
     context = make_context(tmp_path, ScriptedReasoner({}), memory)  # type: ignore[arg-type]
-    slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
-    slot.set(Orchestrator(context, Asker(context), Chatter(context)))
-    server = grpc.aio.server(interceptors=[CallInterceptor()])
-    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
-        OrchestratorServicer(slot), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel), retrieval, context
+        async with serving(context) as stub:
+            yield stub, retrieval, context
     finally:
-        await server.stop(None)
         await memory.close()
         await backend.stop(None)
-        context.store.close()
 
 
 async def search(stub: Any, **filters: Any) -> list[pb.MemoryItem]:
