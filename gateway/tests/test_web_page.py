@@ -42,6 +42,7 @@ CITATIONS = [
         "episode_id": "ep-deposit",
         "quote": "£1,030 of the £1,150",
         "support": "verbatim",
+        "support_label": "verbatim",
     },
     {
         "ref": "[[2026-04-28 — Deposit sorted]]",
@@ -49,6 +50,7 @@ CITATIONS = [
         "episode_id": "ep-sorted",
         "quote": "he agreed to drop the worktop charge",
         "support": "paraphrase",
+        "support_label": "paraphrase",
     },
     {
         "ref": "events:ev-deposit-agreed",
@@ -56,6 +58,7 @@ CITATIONS = [
         "episode_id": "",
         "quote": "Graham was being fair",
         "support": "inference",
+        "support_label": "reading between the lines",
     },
 ]
 

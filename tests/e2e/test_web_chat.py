@@ -32,7 +32,7 @@ SCREENSHOT_DIR = (
 )
 STREAM_QUESTION = "How much of my deposit did Graham agree to give back, and why?"
 QUEUE_QUESTION = "What's my allotment plot number and what does it cost?"
-LABELS = {"verbatim", "paraphrase", "reading between the lines"}
+LABELS = {"verbatim", "paraphrase", "reading between the lines", "unchecked"}
 ANSWER_SECONDS = 300  # one answer from the real model on a busy 2-core machine
 
 # Records how the streamed answer's text grows, and every state a queued turn shows.
