@@ -54,6 +54,7 @@ def test_ask_returns_the_structured_answer_and_passes_the_request_id(
             "episode_id": "ep-1",
             "quote": "return £1,030",
             "support": "verbatim",
+            "support_label": "verbatim",
         }
     ]
     assert body["grounding"] == {"cited": 1, "grounded": 1, "score": 1.0, "dropped": []}
@@ -140,7 +141,7 @@ def test_records_query_passes_filters_and_maps_permission(
     assert r.status_code == 200
     records = r.json()["records"]
     assert [rec["fields"]["title"] for rec in records] == ["Call the landlord", "Pay the allotment"]
-    sent = gateway.retrieval.queries[-1]
+    sent = gateway.orchestrator.queries[-1]
     assert sent.filter[0].field == "status" and sent.filter[0].op == "in"
     assert [v.string_value for v in sent.filter[0].value.list_value.values] == ["open", "done"]
     assert sent.sort == "-date" and sent.limit == 10

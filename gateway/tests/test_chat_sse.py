@@ -46,6 +46,7 @@ def test_a_reply_is_meta_deltas_citations_done(client: httpx.Client, gateway: Ga
                 "episode_id": "ep-1",
                 "quote": "return £1,030",
                 "support": "verbatim",
+                "support_label": "verbatim",
             }
         ],
         "withheld": 1,

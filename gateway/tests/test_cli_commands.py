@@ -19,8 +19,6 @@ from google.protobuf import json_format, struct_pb2
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.retrieval.v1 import retrieval_pb2 as rpb
-from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.testing import free_port
 
 ENTITIES = [
@@ -41,41 +39,50 @@ ABSTENTION = (
 )
 
 
-def record(collection: str, fields: dict[str, Any]) -> rpb.Record:
+def record(collection: str, fields: dict[str, Any]) -> opb.MemoryRecord:
     s = struct_pb2.Struct()
     s.update(fields)
-    return rpb.Record(
+    return opb.MemoryRecord(
         collection=collection, id=fields["id"], fields=s, citation=f"{collection}:{fields['id']}"
     )
 
 
-class Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
-    """Answers from fixed data; keeps the requests it saw."""
+ITEM = opb.MemoryItem(
+    id="c1", text="Graham agreed to return £1,030.", citation="[[Flat Deposit]]",
+    provenance=common_pb2.Provenance(episode_id="ep1", date="2026-04-28", path="home/Flat.md"),
+    channel_scores=[common_pb2.ChannelScore(channel=common_pb2.CHANNEL_VECTOR, rank=2, score=0.7)],
+    fused_score=0.03, recency_factor=0.9, salience_factor=1.1, score=0.0297,
+)  # fmt: skip
+
+
+class Reads(orchestrator_pb2_grpc.OrchestratorServiceServicer):
+    """The orchestrator's memory reads from fixed data; keeps the requests it saw. (Name
+    resolution and the read policy are the orchestrator's, tested on the real one.)"""
 
     def __init__(self) -> None:
         self.seen: list[Any] = []
 
-    async def QueryRecords(self, request: Any, context: Any) -> rpb.QueryRecordsResponse:
+    async def Search(self, request: Any, context: Any) -> opb.SearchResponse:
+        self.seen.append(request)
+        return opb.SearchResponse(items=[ITEM], turn_id="turn-1")
+
+    async def QueryRecords(self, request: Any, context: Any) -> opb.QueryRecordsResponse:
         self.seen.append(request)
         if request.collection == "secrets":
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, "collection 'secrets' ...")
-        if request.collection == "entities":
-            return rpb.QueryRecordsResponse(records=[record("entities", e) for e in ENTITIES])
         event = {"id": "ev-1", "title": "Boiler fixed", "date": "2025-03-31"}
-        return rpb.QueryRecordsResponse(records=[record(request.collection, event)])
+        return opb.QueryRecordsResponse(records=[record(request.collection, event)])
 
-    async def PersonTimeline(self, request: Any, context: Any) -> rpb.PersonTimelineResponse:
+    async def PersonTimeline(self, request: Any, context: Any) -> opb.PersonTimelineResponse:
         self.seen.append(request)
-        [entity] = [e for e in ENTITIES if e["id"] == request.entity_id]
-        item = rpb.RetrievedItem(
-            id="c1", text="Graham agreed to return £1,030.", citation="[[Flat Deposit]]"
-        )
-        return rpb.PersonTimelineResponse(
-            entity=record("entities", entity),
-            entries=[rpb.TimelineEntry(date="2026-04-28", item=item)],
+        if request.person == "Nobody":
+            await context.abort(grpc.StatusCode.NOT_FOUND, "no person matches 'Nobody'")
+        return opb.PersonTimelineResponse(
+            entity=record("entities", ENTITIES[0]),
+            entries=[opb.TimelineEntry(date="2026-04-28", item=ITEM)],
         )  # fmt: skip
 
-    async def ListInbox(self, request: Any, context: Any) -> rpb.ListInboxResponse:
+    async def ListInbox(self, request: Any, context: Any) -> opb.ListInboxResponse:
         self.seen.append(request)
         task = {
             "id": "inbox-1",
@@ -83,21 +90,24 @@ class Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             "due": "2026-12-31",
             "status": "pending",
         }
-        return rpb.ListInboxResponse(items=[record("inbox", task)])  # fmt: skip
+        return opb.ListInboxResponse(items=[record("inbox", task)])  # fmt: skip
 
-    async def GetNote(self, request: Any, context: Any) -> rpb.GetNoteResponse:
+    async def GetNote(self, request: Any, context: Any) -> opb.GetNoteResponse:
+        self.seen.append(request)
         if request.episode_id != "ep1":
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no note {request.episode_id!r}")
-        return rpb.GetNoteResponse(
+        return opb.GetNoteResponse(
             episode_id="ep1", title="Flat Deposit", path="home/Flat Deposit.md",
             date="2026-04-28", tags=["home"], text="# Deposit\nGraham returned £1,030.",
+            citation="[[Flat Deposit]]",
         )  # fmt: skip
 
 
-class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
-    """A cited answer and a chat stream of fixed text."""
+class Orchestrator(Reads):
+    """A cited answer and a chat stream of fixed text, and the reads."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.chats: list[Any] = []
 
     async def Ask(self, request: Any, context: Any) -> opb.AskResponse:
@@ -147,18 +157,19 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
 
 
 @pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Retrieval, Orchestrator]]:
-    # Fakes implement only what the CLI calls; the rest answer UNIMPLEMENTED.
-    retrieval, orchestrator = Retrieval(), Orchestrator()  # type: ignore[abstract]
+async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Reads, Orchestrator]]:
+    # Fakes implement only what the CLI calls; the rest answer UNIMPLEMENTED. Every read goes
+    # to the orchestrator: no retrieval service is served here at all.
+    orchestrator = Orchestrator()  # type: ignore[abstract]
+    retrieval = orchestrator
     server = grpc.aio.server()
-    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(retrieval, server)
     orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(orchestrator, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     env = {
         **os.environ,
         "MEMEX_DATA_DIR": str(tmp_path),
-        "MEMEX_RETRIEVAL_PORT": str(port),
+        "MEMEX_RETRIEVAL_PORT": str(free_port()),
         "MEMEX_ORCHESTRATOR_PORT": str(port),
     }
     try:
@@ -210,18 +221,29 @@ async def test_query_bad_input_exit_codes(stack: Any) -> None:
     assert code == 2 and "PERMISSION_DENIED" in err
 
 
-async def test_timeline_resolves_names_and_aliases(stack: Any) -> None:
-    env, retrieval, _ = stack
-    code, out, _ = await memex(env, "timeline", "graham")
+async def test_timeline_and_search_go_to_the_orchestrator(stack: Any) -> None:
+    env, reads, _ = stack
+    code, out, _ = await memex(env, "timeline", "graham", "--since", "2026-01-01")
     assert code == 0
-    assert retrieval.seen[-1].entity_id == "graham-pearce"
+    request = reads.seen[-1]
+    assert (request.person, request.filters.since) == ("graham", "2026-01-01")
+    assert not request.filters.include_sensitive
     assert "# Graham Pearce" in out and "2026-04-28  [[Flat Deposit]]  Graham agreed" in out
-    code, out, _ = await memex(env, "timeline", "Chi", "--json")
-    assert code == 0 and json.loads(out)["entity"]["id"] == "chioma-okafor"
+    code, out, _ = await memex(env, "timeline", "graham", "--json")
+    assert code == 0 and json.loads(out)["entity"]["id"] == "graham-pearce"
     code, _, err = await memex(env, "timeline", "Nobody")
     assert code == 4 and "Nobody" in err
-    code, _, err = await memex(env, "timeline", "okafor")  # two names contain it
-    assert code == 2 and "chioma-okafor" in err and "maya-okafor" in err
+    code, out, _ = await memex(
+        env, "search", "deposit", "-k", "2", "--channels", "vector,keyword", "--tag", "home",
+        "--until", "2026-12-31", "--include-sensitive", "--explain",
+    )  # fmt: skip
+    assert code == 0
+    request = reads.seen[-1]
+    assert (request.query, request.k, list(request.filters.tags)) == ("deposit", 2, ["home"])
+    assert request.filters.until == "2026-12-31" and request.filters.include_sensitive
+    assert "vector #2 (0.7)" in out and "fused 0.03000 x recency 0.900" in out
+    code, _, err = await memex(env, "search", "x", "--channels", "psychic")
+    assert code == 2 and "unknown channel 'psychic'" in err
 
 
 async def test_inbox_and_note(stack: Any) -> None:
@@ -268,7 +290,7 @@ async def test_chat_session_streams_and_keeps_the_conversation(stack: Any) -> No
     assert code == 0
     turn = json.loads(out)
     assert turn["reply"] == "You said: one shot"
-    assert [c["support"] for c in turn["citations"]] == [
+    assert [c["support_label"] for c in turn["citations"]] == [
         "verbatim",
         "paraphrase",
         "reading between the lines",

@@ -1,10 +1,13 @@
-"""GET /v1/notes/{episode_id}: a cited note for the web page's note view (retrieval GetNote)."""
+"""GET /v1/notes/{episode_id}: a cited note for the web page's note view (orchestrator GetNote)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
-from memex.gateway.testing import Gateway
+from memex.gateway import apikeys
+from memex.gateway.testing import Gateway, running_gateway
 
 
 def test_a_note_comes_back_with_its_chunks_offsets(gateway: Gateway) -> None:
@@ -13,7 +16,7 @@ def test_a_note_comes_back_with_its_chunks_offsets(gateway: Gateway) -> None:
     note = response.json()
     assert note["title"] == "Flat lease" and note["path"] == "home/Flat lease.md"
     assert note["tags"] == ["home"] and note["sensitive"] is False
-    [chunk] = note["chunks"]
+    [chunk] = note["sections"]
     assert note["text"][chunk["start"] : chunk["end"]].startswith("Graham agreed")
 
 
@@ -28,3 +31,45 @@ def test_the_route_is_in_the_published_spec_with_its_errors(gateway: Gateway) ->
     spec = httpx.get(f"{gateway.url}/openapi.json", timeout=30).json()
     operation = spec["paths"]["/v1/notes/{episode_id}"]["get"]
     assert {"200", "401", "404"} <= set(operation["responses"])
+
+
+def test_a_sensitive_note_is_asked_for_explicitly(gateway: Gateway) -> None:
+    # The fake refuses as the orchestrator's policy does; this checks the gateway forwards the
+    # question and maps the refusal (the policy itself: tests/e2e/test_read_policy.py).
+    refused = httpx.get(f"{gateway.url}/v1/notes/ep-private", timeout=30)
+    assert refused.status_code == 403 and "include_sensitive" in refused.json()["error"]["message"]
+    asked = httpx.get(f"{gateway.url}/v1/notes/ep-private?include_sensitive=true", timeout=30)
+    assert asked.status_code == 200 and asked.json()["sensitive"] is True
+
+
+def test_a_key_needs_the_grant_to_ask_for_sensitive_items(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    plain = apikeys.create_key(keys, "plain")
+    granted = apikeys.create_key(keys, "granted", sensitive=True)
+    with (
+        running_gateway(tmp_path, require_keys=True, rate_limit_per_minute=0) as g,
+        httpx.Client(base_url=g.url, timeout=30) as c,
+    ):
+        for token, expected in [(plain, 403), (granted, 200)]:
+            auth = {"Authorization": f"Bearer {token}"}
+            note = c.get("/v1/notes/ep-private?include_sensitive=true", headers=auth)
+            inbox = c.get("/v1/inbox?include_sensitive=true", headers=auth)
+            search = c.post(
+                "/v1/search", json={"query": "x", "include_sensitive": True}, headers=auth
+            )
+            assert [note.status_code, inbox.status_code, search.status_code] == [expected] * 3
+            if expected == 403:
+                assert "memex keys create NAME --sensitive" in note.json()["error"]["message"]
+            # Without asking, both keys read what is not sensitive.
+            assert c.get("/v1/notes/ep-1", headers=auth).status_code == 200
+        assert g.orchestrator.reads[-1].include_sensitive is False
+
+
+def test_old_key_files_load_without_the_grant(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    keys.write_text(
+        '{"keys": [{"name": "old", "sha256": "ab", "created_at": "2026-01-01T00:00:00Z", '
+        '"hint": "mx_abcd"}]}'
+    )
+    [key] = apikeys.load_keys(keys)
+    assert key.name == "old" and key.sensitive is False

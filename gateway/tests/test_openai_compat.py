@@ -26,6 +26,7 @@ CITATION = {
     "episode_id": "ep-1",
     "quote": "return £1,030",
     "support": "verbatim",
+    "support_label": "verbatim",
 }
 
 

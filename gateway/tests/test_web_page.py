@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Page, Route, expect, sync_playwright
+from playwright.sync_api import Page, Request, Route, expect, sync_playwright
 
 from memex.shared.testing import require
 
@@ -43,6 +43,7 @@ CITATIONS = [
         "episode_id": "ep-deposit",
         "quote": "£1,030 of the £1,150",
         "support": "verbatim",
+        "support_label": "verbatim",
     },
     {
         "ref": "[[2026-04-28 — Deposit sorted]]",
@@ -50,6 +51,7 @@ CITATIONS = [
         "episode_id": "ep-sorted",
         "quote": "he agreed to drop the worktop charge",
         "support": "paraphrase",
+        "support_label": "paraphrase",
     },
     {
         "ref": "events:ev-deposit-agreed",
@@ -57,6 +59,7 @@ CITATIONS = [
         "episode_id": "",
         "quote": "Graham was being fair",
         "support": "inference",
+        "support_label": "reading between the lines",
     },
 ]
 
@@ -67,7 +70,7 @@ NOTE = {
     "date": "2026-04-28",
     "text": "# Deal 🏠\nGraham returns £1,030 of the £1,150.\n# Later\nIt came late.",
     # Offsets count code points, as Python does; the emoji is two UTF-16 units in JavaScript.
-    "chunks": [
+    "sections": [
         {"id": "c0", "ordinal": 0, "heading": "Deal", "start": 0, "end": 9},
         {"id": "c1", "ordinal": 1, "heading": "Deal", "start": 9, "end": 46},
     ],
@@ -116,6 +119,7 @@ class Api:
         self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
         self.turn_states = ["pending", "thinking", "answered"]
         self.personas_status = 200
+        self.note_requests: list[Request] = []
 
     def handle(self, route: Route) -> None:
         request = route.request
@@ -140,6 +144,7 @@ class Api:
             else:
                 route.fulfill(json=PERSONAS)
         elif path == "/v1/notes/ep-deposit":
+            self.note_requests.append(request)
             route.fulfill(json=NOTE)
         elif path.startswith("/v1/conversations"):
             route.fulfill(json={"conversations": []})
@@ -304,6 +309,9 @@ def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, 
     expect(page).to_have_url(f"{BASE}/notes/ep-deposit?chunk=c1")
     expect(page.get_by_role("heading", name="Flat Deposit Agreement")).to_be_visible()
     expect(page.locator("mark#cited")).to_have_text("Graham returns £1,030 of the £1,150.\n")
+    # The owner's page asks for the note explicitly, so a sensitive one opens too (issue 11).
+    [query] = [urlsplit(r.url).query for r in api.note_requests]
+    assert query == "include_sensitive=true"
     expect(page.get_by_label("Message")).to_be_hidden()
     page.get_by_role("link", name="Back to chat").click()
     expect(page.get_by_label("Message")).to_be_visible()

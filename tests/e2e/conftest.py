@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from playwright.sync_api import Page, sync_playwright
 
 from memex.embedding.config import default_model_dir
 from memex.gateway.stack import private_stack_env
-from memex.reasoner.catalogue import TEST_MODEL
+from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
 from memex.shared.testing import require
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,6 +33,44 @@ CHROMIUM_FLAGS = [
 def model_dir() -> Path:
     """The default embedding model, as `make models` prepares it."""
     return require(default_model_dir() / "model.onnx", "run `make models`").parent
+
+
+DEMO_VAULT = Path(__file__).resolve().parents[2] / "demo" / "vault"
+CLI = [sys.executable, "-m", "memex.gateway.cli"]
+
+
+@dataclass(frozen=True)
+class DemoStack:
+    """A running private stack with the demo vault indexed: its environment and gateway URL."""
+
+    env: dict[str, str]
+    gateway_url: str
+
+    def memex(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        """Runs the `memex` CLI against this stack (``env`` added to its environment)."""
+        return subprocess.run(
+            [*CLI, *args], env={**self.env, **env}, capture_output=True, text=True, timeout=300
+        )
+
+
+@pytest.fixture(scope="session")
+def demo_stack(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[DemoStack]:
+    """One real stack for the session, the whole demo vault indexed: starting one costs a minute,
+    so tests that only read share it (tests that stop, kill or fill a stack start their own)."""
+    require(tiny_model_path(), "run `make models`")
+    data = tmp_path_factory.mktemp("demo-stack") / "data"
+    env = private_stack_env(
+        data, MEMEX_START_TIMEOUT_SECONDS="180", MEMEX_REASONER_MODEL=TEST_MODEL
+    )
+    stack = DemoStack(env, f"http://127.0.0.1:{env['MEMEX_GATEWAY_PORT']}")
+    try:
+        up = stack.memex("up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        indexed = stack.memex("index", str(DEMO_VAULT), "--json")
+        assert indexed.returncode == 0, indexed.stderr
+        yield stack
+    finally:
+        subprocess.run([*CLI, "down"], env=env, timeout=90, check=False)
 
 
 @pytest.fixture

@@ -1,13 +1,11 @@
 """The MCP server as an MCP client sees it: the SDK's own stdio client spawns `memex mcp`, lists
-the tools and calls each against a real stack (real embedding and llama.cpp models)."""
+the tools and calls each against a real stack (real embedding and llama.cpp models). What the
+tools may return of sensitive items, and their filters: test_read_policy.py."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,25 +13,10 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
-from memex.reasoner.catalogue import tiny_model_path
-from memex.shared.testing import require
+from .conftest import DemoStack
 
 pytestmark = [pytest.mark.e2e]
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "vault"
 TOOLS = {"ask", "search", "query_records", "person_timeline", "list_inbox", "get_note"}
-
-
-def small_vault(root: Path) -> Path:
-    """Part of the demo vault: its records and the notes about the flat deposit."""
-    vault = root / "vault"
-    shutil.copytree(DEMO / "records", vault / "records")
-    for rel in ["home/Flat Deposit Agreement.md", "people/Graham Pearce.md"]:
-        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(DEMO / rel, vault / rel)
-    [journal] = (DEMO / "journal").glob("2026-04-28*.md")
-    (vault / "journal").mkdir()
-    shutil.copy(journal, vault / "journal" / journal.name)
-    return vault
 
 
 async def with_session(env: dict[str, str], body: Any) -> Any:
@@ -63,17 +46,8 @@ def test_mcp_tools_without_a_stack_say_start_it(stack_env: dict[str, str]) -> No
 
 
 @pytest.mark.slow
-def test_every_mcp_tool_on_the_real_stack(
-    memex_cli: list[str], stack_env: dict[str, str], tmp_path: Path
-) -> None:
-    require(tiny_model_path(), "run `make models`")
-    vault = small_vault(tmp_path)
-    up = subprocess.run([*memex_cli, "up"], env=stack_env, capture_output=True, text=True)
-    assert up.returncode == 0, up.stdout + up.stderr
-    indexed = subprocess.run(
-        [*memex_cli, "index", str(vault), "--json"], env=stack_env, capture_output=True, text=True
-    )
-    assert indexed.returncode == 0, indexed.stderr
+def test_every_mcp_tool_on_the_real_stack(demo_stack: DemoStack) -> None:
+    """On the session's demo-vault stack (shared with test_read_policy: one stack, not two)."""
 
     async def body(session: ClientSession) -> dict[str, Any]:
         listed = await session.list_tools()
@@ -88,8 +62,9 @@ def test_every_mcp_tool_on_the_real_stack(
                 "limit": 5,
             },
         )
-        hit = next(h for h in structured(out["search"])["hits"] if h["episode_id"])
-        out["note"] = await session.call_tool("get_note", {"episode_id": hit["episode_id"]})
+        hit = next(h for h in structured(out["search"])["hits"] if h["provenance"]["episode_id"])
+        episode_id = hit["provenance"]["episode_id"]
+        out["note"] = await session.call_tool("get_note", {"episode_id": episode_id})
         out["timeline"] = await session.call_tool("person_timeline", {"person": "Graham"})
         out["inbox"] = await session.call_tool("list_inbox", {"limit": 5})
         out["ask"] = await session.call_tool(
@@ -101,7 +76,7 @@ def test_every_mcp_tool_on_the_real_stack(
         out["still_alive"] = await session.call_tool("list_inbox", {"limit": 1})
         return out
 
-    out = anyio.run(with_session, stack_env, body)
+    out = anyio.run(with_session, demo_stack.env, body)
     tools = out["tools"]
     assert set(tools) == TOOLS
     for tool in tools.values():
@@ -114,13 +89,11 @@ def test_every_mcp_tool_on_the_real_stack(
     assert "[[Flat Deposit Agreement]]" in {h["citation"] for h in hits}
 
     note = structured(out["note"])
-    [hit] = [h for h in hits if h["episode_id"]][:1]
-    assert note["citation"] == hit["citation"] and note["episode_id"] == hit["episode_id"]
+    [hit] = [h for h in hits if h["provenance"]["episode_id"]][:1]
+    assert note["citation"] == hit["citation"]
+    assert note["episode_id"] == hit["provenance"]["episode_id"]
     assert hit["text"] in note["text"]
-    shown = subprocess.run(
-        [*memex_cli, "note", note["episode_id"], "--json"],
-        env=stack_env, capture_output=True, text=True,
-    )  # fmt: skip
+    shown = demo_stack.memex("note", note["episode_id"], "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["text"] == note["text"]
 
     records = structured(out["records"])["records"]

@@ -32,7 +32,7 @@ SCREENSHOT_DIR = (
 )
 STREAM_QUESTION = "How much of my deposit did Graham agree to give back, and why?"
 QUEUE_QUESTION = "What's my allotment plot number and what does it cost?"
-LABELS = {"verbatim", "paraphrase", "reading between the lines"}
+LABELS = {"verbatim", "paraphrase", "reading between the lines", "unchecked"}
 ANSWER_SECONDS = 300  # one answer from the real model on a busy 2-core machine
 
 # Records how the streamed answer's text grows, and every state a queued turn shows.
@@ -155,7 +155,7 @@ def test_web_chat_streams_queues_and_opens_cited_notes(gateway_url: str, page: P
     expect(page.get_by_role("heading", name=title)).to_be_visible()
     expect(page.locator("mark#cited")).not_to_be_empty()
     episode = page.url.split("/notes/")[1].split("?")[0]
-    note = httpx.get(f"{gateway_url}/v1/notes/{episode}", timeout=30).json()
+    note = httpx.get(f"{gateway_url}/v1/notes/{episode}?include_sensitive=true", timeout=30).json()
     assert note["title"] == title and note["text"]
     missing = httpx.get(f"{gateway_url}/v1/notes/no-such-note", timeout=30)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
@@ -211,7 +211,7 @@ def test_citations_link_to_their_notes(
     expect(page.locator(".where")).to_contain_text("journal/2026-04-28 — Deposit sorted.md")
     expect(page.locator("mark#cited")).to_contain_text("Phone call with")
     episode = page.url.split("/notes/")[1].split("?")[0]
-    note = httpx.get(f"{gateway_url}/v1/notes/{episode}", timeout=30).json()
+    note = httpx.get(f"{gateway_url}/v1/notes/{episode}?include_sensitive=true", timeout=30).json()
     assert note["title"] == "2026-04-28 — Deposit sorted" and note["date"] == "2026-04-28"
     missing = httpx.get(f"{gateway_url}/v1/notes/no-such-note", timeout=30)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"

@@ -5,17 +5,24 @@ The real stages are exercised by the end-to-end tests; these only let each rule 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
 from memex.orchestrator.service import Orchestrator, build_orchestrator
+from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.interceptors import CallInterceptor
+from memex.shared.server import EngineSlot
 
 
 @dataclass
@@ -71,6 +78,22 @@ class FakeMemory:
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
         return [i for i in self.items if i.ref.startswith("inbox:")][:limit]
 
+    # The surfaces' reads are tested against a real retrieval servicer (test_reads.py).
+
+    async def records(
+        self, tenant: str, collection: str, filters: object, sort: str, limit: int
+    ) -> list[Record]:
+        raise NotImplementedError
+
+    async def timeline(self, tenant: str, entity_id: str, limit: int) -> Timeline:
+        raise NotImplementedError
+
+    async def inbox(self, tenant: str, limit: int, include_done: bool) -> list[Record]:
+        raise NotImplementedError
+
+    async def note(self, tenant: str, episode_id: str) -> Note:
+        raise NotImplementedError
+
 
 NOTES = [
     ShownItem(
@@ -124,3 +147,23 @@ def make_orchestrator(
     info = ReasonerInfo("stub", "scripted", 8192, reasoner.local, prefill_tokens_per_second)
     personas = load_personas(config.personas_dir)
     return build_orchestrator(config, store, memory, reasoner, info, personas)
+
+
+@contextlib.asynccontextmanager
+async def serving(orchestrator: Orchestrator) -> AsyncIterator[Any]:
+    """The real orchestrator servicer over ``orchestrator``, on a real gRPC server on port 0
+    behind memex's interceptor; yields a stub. Closes the orchestrator's store after."""
+    slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
+    slot.set(orchestrator)
+    server = grpc.aio.server(interceptors=[CallInterceptor()])
+    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
+        OrchestratorServicer(slot), server
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
+    finally:
+        await server.stop(None)
+        orchestrator.store.close()

@@ -11,6 +11,7 @@ import pytest
 from memex.orchestrator.ask import Draft, Finished, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
 from memex.orchestrator.items import ShownItem
+from memex.orchestrator.policy import scope
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
@@ -331,7 +332,7 @@ async def test_bad_questions_are_refused_before_any_model_call(
 
 async def test_search_writes_a_telemetry_turn_and_a_row_per_item(tmp_path: Path) -> None:
     o = make_orchestrator(tmp_path, reasoner(), FakeMemory(NOTES))
-    items, turn_id = await o.search("me", "the deposit", "", 3)
+    items, turn_id = await o.reads.search(scope("me", include_sensitive=True), "the deposit", k=3)
     assert len(items) == 3
     [turn] = o.store.query(
         "SELECT kind, query, persona, model, abstained, latency_ms FROM telemetry_turns "

@@ -13,14 +13,10 @@ import pytest
 
 from memex.orchestrator.items import Citation
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.store import OrchestratorStore, _migrations
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.interceptors import CallInterceptor
-from memex.shared.server import EngineSlot
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator, serving
 
 
 def cite(ref: str, item_id: str) -> Citation:
@@ -111,20 +107,8 @@ def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(tmp_p
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Orchestrator]]:
     o = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
-    slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
-    slot.set(o)
-    server = grpc.aio.server(interceptors=[CallInterceptor()])
-    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
-        OrchestratorServicer(slot), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel), o
-    finally:
-        await server.stop(None)
-        o.store.close()
+    async with serving(o) as stub:
+        yield stub, o
 
 
 async def test_list_logged_asks_over_grpc(served: tuple[Any, Orchestrator]) -> None:

@@ -10,6 +10,7 @@ from prometheus_client import REGISTRY, generate_latest
 
 from memex.orchestrator.chat import Delta, Meta
 from memex.orchestrator.chat import Done as ChatDone
+from memex.orchestrator.policy import scope
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
@@ -137,7 +138,7 @@ async def test_a_chat_cancelled_mid_reply_keeps_the_question_and_stores_no_half_
 async def test_search_is_timed(tmp_path: Path) -> None:
     o = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
     delta = Deltas(stage("search"))
-    await o.search("me", "deposit", "", 3)
+    await o.reads.search(scope("me"), "deposit", k=3)
     assert delta() == [1]
 
 

@@ -33,6 +33,9 @@ class ApiKey:
     created_at: str
     # The first characters of the token, so a person can tell keys apart without the secret.
     hint: str
+    # May read items marked sensitive when a request asks (issue 11). Files written before this
+    # field existed load with False: no key gains a grant it was not given.
+    sensitive: bool = False
 
 
 def hash_token(token: str) -> str:
@@ -70,8 +73,9 @@ def _save(path: Path, keys: list[ApiKey]) -> None:
     tmp.replace(path)
 
 
-def create_key(path: Path, name: str) -> str:
-    """Makes a key called ``name`` and returns its token (the only time it is ever shown)."""
+def create_key(path: Path, name: str, sensitive: bool = False) -> str:
+    """Makes a key called ``name`` and returns its token (the only time it is ever shown);
+    ``sensitive`` grants it reads of sensitive items."""
     if not NAME_PATTERN.match(name):
         raise InvalidArgument(
             f"key name {name!r} must be 1-64 letters, digits, '.', '_' or '-', "
@@ -82,7 +86,7 @@ def create_key(path: Path, name: str) -> str:
         raise AlreadyExists(f"a key named {name!r} exists; revoke it first or pick another name")
     token = PREFIX + secrets.token_urlsafe(32)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    keys.append(ApiKey(name, hash_token(token), stamp, token[: len(PREFIX) + 4]))
+    keys.append(ApiKey(name, hash_token(token), stamp, token[: len(PREFIX) + 4], sensitive))
     _save(path, keys)
     return token
 

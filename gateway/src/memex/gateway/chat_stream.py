@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from pydantic import BaseModel
 
-from memex.gateway import convert, models
+from memex.gateway import convert, models, present
 from memex.gateway.chat_codes import status_of
 from memex.gateway.errors import ApiError
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
@@ -50,7 +50,7 @@ def to_event(message: opb.ChatResponse) -> Event:
     if kind == "citations":
         c = message.citations
         return "citations", models.ChatCitations(
-            citations=convert.citations(c.citations), withheld=c.withheld
+            citations=present.citations(c.citations), withheld=c.withheld
         )
     if kind == "done":
         d = message.done

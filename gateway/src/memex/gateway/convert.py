@@ -1,78 +1,16 @@
-"""Proto messages → the API's models (enums become lower-case words, Structs plain JSON)."""
+"""Proto messages → the API's own models (ask, conversations, turns); the models every surface
+shares (citations, hits, records, notes) convert themselves in ``memex.gateway.present``."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from google.protobuf import json_format
-from google.protobuf.struct_pb2 import Struct
-
-from memex.common.v1 import common_pb2
 from memex.gateway import models
+from memex.gateway.present import CHANNEL_NAMES, citations
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
-from memex.retrieval.v1 import retrieval_pb2 as rpb
 
 
 def _enum_word(name: str, prefix: str) -> str:
     """``SUPPORT_VERBATIM`` → ``verbatim``."""
     return name.removeprefix(prefix).lower()
-
-
-def _struct(value: Struct) -> dict[str, Any]:
-    return json_format.MessageToDict(value)
-
-
-def citation(c: common_pb2.Citation) -> models.Citation:
-    support = _enum_word(common_pb2.Support.Name(c.support), "SUPPORT_")
-    return models.Citation(
-        ref=c.ref,
-        item_id=c.item_id,
-        episode_id=c.episode_id,
-        quote=c.quote,
-        support=support,
-    )
-
-
-def citations(items: Any) -> list[models.Citation]:
-    return [citation(c) for c in items]
-
-
-def item(i: rpb.RetrievedItem) -> models.RetrievedItem:
-    p = i.provenance
-    return models.RetrievedItem(
-        id=i.id,
-        kind=_enum_word(rpb.ItemKind.Name(i.kind), "ITEM_KIND_"),
-        text=i.text,
-        provenance=models.Provenance(
-            episode_id=p.episode_id, date=p.date, title=p.title, path=p.path, heading=p.heading
-        ),
-        citation=i.citation,
-        sensitive=i.sensitive,
-        collection=i.collection,
-        channel_scores=[
-            models.ChannelScore(
-                channel=_enum_word(common_pb2.Channel.Name(s.channel), "CHANNEL_"),
-                rank=s.rank,
-                score=s.score,
-            )
-            for s in i.channel_scores
-        ],
-        fused_score=i.fused_score,
-        recency_factor=i.recency_factor,
-        salience_factor=i.salience_factor,
-        score=i.score,
-        attributes=_struct(i.attributes),
-    )
-
-
-def record(r: rpb.Record) -> models.Record:
-    return models.Record(
-        collection=r.collection,
-        id=r.id,
-        fields=_struct(r.fields),
-        citation=r.citation,
-        sensitive=r.sensitive,
-    )
 
 
 def ask(reply: opb.AskResponse) -> models.AskResponse:
@@ -139,12 +77,6 @@ def thread(t: opb.Thread) -> models.Thread:
     return models.Thread(id=t.id, title=t.title, created_at=t.created_at)
 
 
-def field_filter(f: models.FieldFilter) -> rpb.FieldFilter:
-    out = rpb.FieldFilter(field=f.field, op=f.op)
-    json_format.ParseDict(f.value, out.value)
-    return out
-
-
 def persona(p: opb.Persona) -> models.Persona:
     return models.Persona(
         name=p.name,
@@ -152,7 +84,7 @@ def persona(p: opb.Persona) -> models.Persona:
         default_for_ask=p.default_for_ask,
         default_for_chat=p.default_for_chat,
         chunks=p.chunks,
-        channels=[_enum_word(common_pb2.Channel.Name(c), "CHANNEL_") for c in p.channels],
+        channels=[CHANNEL_NAMES.get(c, "unspecified") for c in p.channels],
         time_window_days=p.time_window_days,
         include_contested=p.include_contested,
         observation_weight=p.observation_weight,

@@ -20,7 +20,6 @@ from google.protobuf import json_format
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.retrieval.v1 import retrieval_pb2 as rpb
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
 
@@ -33,9 +32,9 @@ CITATION = common_pb2.Citation(
     quote="return £1,030",
     support=common_pb2.SUPPORT_VERBATIM,
 )
-ITEM = rpb.RetrievedItem(
+ITEM = pb.MemoryItem(
     id="chunk-1",
-    kind=rpb.ITEM_KIND_CHUNK,
+    kind=pb.ITEM_KIND_CHUNK,
     text="Graham agreed to return £1,030 of the deposit.",
     citation="[[Flat lease]]",
     provenance=common_pb2.Provenance(episode_id="ep-1", date="2026-02-01", title="Flat lease"),
@@ -121,7 +120,81 @@ def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
     )
 
 
-class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
+def _record(collection: str, fields: dict[str, Any], sensitive: bool = False) -> pb.MemoryRecord:
+    record = pb.MemoryRecord(
+        collection=collection, id=str(fields["id"]), citation=f"{collection}:x", sensitive=sensitive
+    )
+    json_format.ParseDict(fields, record.fields)
+    return record
+
+
+class MemoryReads:
+    """The orchestrator's memory reads over a fixed set: one person, two inbox items, one note
+    and one sensitive one. Keeps the requests it saw. The read policy itself is tested on the
+    real orchestrator (services/orchestrator/tests/test_reads.py, tests/e2e/test_read_policy.py);
+    this fake only says no where the policy would."""
+
+    INBOX: ClassVar[list[dict[str, str]]] = [
+        {"id": "i1", "title": "Call the landlord", "status": "open", "date": "2026-03-02"},
+        {"id": "i2", "title": "Pay the allotment", "status": "done", "date": "2026-03-01"},
+    ]
+
+    def __init__(self) -> None:
+        self.queries: list[pb.QueryRecordsRequest] = []
+        self.reads: list[Any] = []
+
+    async def QueryRecords(
+        self, request: pb.QueryRecordsRequest, context: Context
+    ) -> pb.QueryRecordsResponse:
+        self.queries.append(request)
+        if request.collection not in ("inbox", "entities", "events"):
+            raise PermissionDenied(f"collection {request.collection!r} is not allowlisted")
+        if request.collection != "inbox":
+            return pb.QueryRecordsResponse()
+        return pb.QueryRecordsResponse(records=[_record("inbox", f) for f in self.INBOX])
+
+    async def PersonTimeline(
+        self, request: pb.PersonTimelineRequest, context: Context
+    ) -> pb.PersonTimelineResponse:
+        self.reads.append(request)
+        if request.person.casefold() not in ("graham", "graham-pearce"):
+            raise NotFound(f"no person or entity matches {request.person!r}")
+        return pb.PersonTimelineResponse(
+            entity=_record("entities", {"id": "graham", "name": "Graham"}),
+            entries=[pb.TimelineEntry(date="2026-02-01", item=ITEM)],
+        )
+
+    async def ListInbox(
+        self, request: pb.ListInboxRequest, context: Context
+    ) -> pb.ListInboxResponse:
+        self.reads.append(request)
+        items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
+        return pb.ListInboxResponse(items=[_record("inbox", f) for f in items])
+
+    async def GetNote(self, request: pb.GetNoteRequest, context: Context) -> pb.GetNoteResponse:
+        self.reads.append(request)
+        if not request.episode_id:
+            raise InvalidArgument("episode_id is required")
+        if request.episode_id == "ep-private" and not request.include_sensitive:
+            raise PermissionDenied(
+                "note ep-private is marked sensitive; ask with include_sensitive"
+            )
+        if request.episode_id not in ("ep-1", "ep-private"):
+            raise NotFound(f"no note with episode_id {request.episode_id!r}")
+        return pb.GetNoteResponse(
+            episode_id=request.episode_id,
+            title="Flat lease",
+            path="home/Flat lease.md",
+            date="2026-02-01",
+            tags=["home"],
+            sensitive=request.episode_id == "ep-private",
+            text=f"# Deposit\n{ITEM.text}",
+            sections=[pb.NoteSection(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
+            citation="[[Flat lease]]",
+        )
+
+
+class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
 
     Personas: analyst (ask default), friend (chat default) and a user's own, historian.
@@ -135,6 +208,7 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.ids = itertools.count(1)
         self.conversations: dict[str, pb.Conversation] = {}
         self.messages: dict[str, list[pb.ConversationMessage]] = {}
@@ -264,6 +338,7 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         return PERSONAS
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
+        self.reads.append(request)
         return pb.SearchResponse(items=[ITEM], turn_id="turn-search")
 
     async def ListConversations(
@@ -333,66 +408,12 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         return pb.ListTurnsResponse(turns=turns)
 
 
-def _record(collection: str, fields: dict[str, Any]) -> rpb.Record:
-    record = rpb.Record(collection=collection, id=str(fields["id"]), citation=f"{collection}:x")
-    json_format.ParseDict(fields, record.fields)
-    return record
-
-
 class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
-    """Records reads over a fixed set: one person, two inbox items."""
-
-    INBOX: ClassVar[list[dict[str, str]]] = [
-        {"id": "i1", "title": "Call the landlord", "status": "open", "date": "2026-03-02"},
-        {"id": "i2", "title": "Pay the allotment", "status": "done", "date": "2026-03-01"},
-    ]
-
-    def __init__(self) -> None:
-        self.queries: list[rpb.QueryRecordsRequest] = []
-
-    async def QueryRecords(
-        self, request: rpb.QueryRecordsRequest, context: Context
-    ) -> rpb.QueryRecordsResponse:
-        self.queries.append(request)
-        if request.collection not in ("inbox", "entities", "events"):
-            raise PermissionDenied(f"collection {request.collection!r} is not allowlisted")
-        if request.collection != "inbox":
-            return rpb.QueryRecordsResponse()
-        return rpb.QueryRecordsResponse(records=[_record("inbox", f) for f in self.INBOX])
-
-    async def PersonTimeline(
-        self, request: rpb.PersonTimelineRequest, context: Context
-    ) -> rpb.PersonTimelineResponse:
-        if request.entity_id != "graham":
-            raise NotFound(f"no entity {request.entity_id!r}")
-        return rpb.PersonTimelineResponse(
-            entity=_record("entities", {"id": "graham", "name": "Graham"}),
-            entries=[rpb.TimelineEntry(date="2026-02-01", item=ITEM)],
-        )
-
-    async def ListInbox(
-        self, request: rpb.ListInboxRequest, context: Context
-    ) -> rpb.ListInboxResponse:
-        items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
-        return rpb.ListInboxResponse(items=[_record("inbox", f) for f in items])
-
-    async def GetNote(self, request: rpb.GetNoteRequest, context: Context) -> rpb.GetNoteResponse:
-        if not request.episode_id:
-            raise InvalidArgument("episode_id is required")
-        if request.episode_id != "ep-1":
-            raise NotFound(f"no note with episode_id {request.episode_id!r}")
-        return rpb.GetNoteResponse(
-            episode_id="ep-1",
-            title="Flat lease",
-            path="home/Flat lease.md",
-            date="2026-02-01",
-            tags=["home"],
-            text=f"# Deposit\n{ITEM.text}",
-            chunks=[rpb.NoteChunk(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
-        )
+    """The retrieval service the gateway no longer calls: every method says so."""
 
     async def _unused(self, request: Any, context: Context) -> Any:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the gateway does not call this")
 
-    Search = UpsertRecords = DeleteRecords = _unused
+    Search = UpsertRecords = DeleteRecords = QueryRecords = PersonTimeline = _unused
+    ListInbox = GetNote = _unused
     IndexVault = _unused  # type: ignore[assignment]

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from memex.gateway.present import ChannelName, Citation, Record, SearchHit, Timeline
+
 MAX_TEXT = 8000
 
 
@@ -24,7 +26,6 @@ def _integral(value: Any) -> Any:
 
 
 Int = Annotated[int, BeforeValidator(_integral)]
-Support = Literal["unspecified", "verbatim", "paraphrase", "inference"]
 Role = Literal["unspecified", "user", "assistant"]
 TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
 
@@ -68,58 +69,6 @@ class Health(BaseModel):
 
 
 # --- shared shapes -----------------------------------------------------------------------------
-
-
-class Citation(BaseModel):
-    """A checked citation: always one of the items the model was shown."""
-
-    ref: str = Field(description='"[[Note Title]]" for notes, "collection:id" for records.')
-    item_id: str = Field(description="The chunk or record the citation rests on.")
-    episode_id: str = Field(description="The note it belongs to; empty for records.")
-    quote: str = Field(description="The quote the model gave, if any.")
-    support: Support = Field(description="How strongly the cited text supports the quote.")
-
-
-class Provenance(BaseModel):
-    episode_id: str
-    date: str = Field(description="YYYY-MM-DD.")
-    title: str
-    path: str = Field(description="Path of the note relative to the vault root.")
-    heading: str = Field(description='Heading path inside the note, e.g. "Plans > Q3".')
-
-
-class ChannelScore(BaseModel):
-    channel: str = Field(description="vector, keyword, graph, beliefs or observations.")
-    rank: int
-    score: float
-
-
-class RetrievedItem(BaseModel):
-    """One search result with how each retrieval channel scored it."""
-
-    id: str
-    kind: str = Field(description="chunk, record, belief or observation.")
-    text: str
-    provenance: Provenance
-    citation: str
-    sensitive: bool
-    collection: str
-    channel_scores: list[ChannelScore]
-    fused_score: float
-    recency_factor: float
-    salience_factor: float
-    score: float
-    attributes: dict[str, Any]
-
-
-class Record(BaseModel):
-    """A structured record from an allowlisted collection."""
-
-    collection: str
-    id: str
-    fields: dict[str, Any]
-    citation: str
-    sensitive: bool
 
 
 # --- ask, chat, search -------------------------------------------------------------------------
@@ -211,14 +160,29 @@ class ChatError(BaseModel):
     message: str
 
 
+Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD.")]
+
+
 class SearchRequest(Strict):
     query: str = Field(min_length=1, max_length=2000)
     limit: Int = Field(0, ge=0, le=100, description="Items to return; 0: the default.")
     persona: str = Field("", max_length=64, description="Persona whose search settings apply.")
+    channels: list[ChannelName] = Field(
+        default_factory=list, max_length=5, description="Empty: the persona's channels."
+    )
+    since: Date = Field("", description="Only items dated on or after; undated items drop out.")
+    until: Date = Field("", description="Only items dated on or before.")
+    tags: list[str] = Field(default_factory=list, max_length=16, description="All must hold.")
+    collections: list[str] = Field(
+        default_factory=list, max_length=16, description="Only records of these collections."
+    )
+    include_sensitive: bool = Field(
+        False, description="Include sensitive items: needs a key granted it (or loopback, no key)."
+    )
 
 
 class SearchResponse(BaseModel):
-    items: list[RetrievedItem]
+    items: list[SearchHit]
     turn_id: str
 
 
@@ -238,20 +202,19 @@ class RecordsQuery(Strict):
     filters: list[FieldFilter] = Field(default_factory=list, max_length=32)
     sort: str = Field("", max_length=128, description='Field to sort by; "-field" descends.')
     limit: Int = Field(0, ge=0, le=1000, description="0: 50.")
+    since: Date = Field("", description="Only records dated on or after.")
+    until: Date = Field("", description="Only records dated on or before.")
+    tags: list[str] = Field(default_factory=list, max_length=16, description="All must hold.")
+    include_sensitive: bool = Field(
+        False, description="Include sensitive records: needs a key granted it (or loopback)."
+    )
 
 
 class RecordsResponse(BaseModel):
     records: list[Record]
 
 
-class TimelineEntry(BaseModel):
-    date: str
-    item: RetrievedItem
-
-
-class TimelineResponse(BaseModel):
-    entity: Record | None
-    entries: list[TimelineEntry]
+TimelineResponse = Timeline
 
 
 class InboxResponse(BaseModel):

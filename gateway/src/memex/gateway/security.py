@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections import OrderedDict
@@ -90,6 +91,7 @@ async def caller(
             raise ApiError(grpc.StatusCode.UNAVAILABLE, exc.message) from exc
     if key is not None:
         who = f"key:{key.name}"
+        request.state.reads_sensitive = key.sensitive
     elif guard.required:
         raise _unauthenticated(
             "the API key is not valid (revoked, or mistyped)"
@@ -98,7 +100,11 @@ async def caller(
             "(make one with `memex keys create NAME`)"
         )
     else:
-        who = f"client:{request.client.host if request.client else 'unknown'}"
+        host = request.client.host if request.client else "unknown"
+        who = f"client:{host}"
+        # Keys are optional only for a loopback gateway: a keyless caller is the owner at their
+        # own machine, who may read their sensitive notes when they ask (issue 11).
+        request.state.reads_sensitive = _is_loopback(host)
     wait = guard.limiter.take(who)
     if wait > 0:
         metrics.RATE_LIMITED.inc()
@@ -109,3 +115,25 @@ async def caller(
         error.headers["Retry-After"] = str(math.ceil(wait))
         raise error
     return who
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def sensitive_grant(request: Request, asked: bool) -> bool:
+    """Whether this read includes sensitive items: only when the caller ``asked`` AND may (a key
+    made with ``--sensitive``, or a keyless loopback caller). Asking without the grant is a 403
+    saying how to get it, not a silent omission."""
+    if not asked:
+        return False
+    if not getattr(request.state, "reads_sensitive", False):
+        raise ApiError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "this API key may not read sensitive items; make a key that may with "
+            "`memex keys create NAME --sensitive`, or leave include_sensitive false",
+        )
+    return True

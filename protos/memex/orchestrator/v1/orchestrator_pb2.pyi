@@ -6,10 +6,10 @@ The orchestrator stage: cited ask and streaming chat over memory (SPEC B1-B13)."
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from memex.common.v1 import common_pb2 as _common_pb2
-from memex.retrieval.v1 import retrieval_pb2 as _retrieval_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -107,6 +107,36 @@ CHAT_ERROR_CODE_UNAVAILABLE: ChatErrorCode.ValueType  # 14
 CHAT_ERROR_CODE_DATA_LOSS: ChatErrorCode.ValueType  # 15
 CHAT_ERROR_CODE_UNAUTHENTICATED: ChatErrorCode.ValueType  # 16
 Global___ChatErrorCode: _TypeAlias = ChatErrorCode  # noqa: Y015
+
+class _ItemKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ItemKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ItemKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    ITEM_KIND_UNSPECIFIED: _ItemKind.ValueType  # 0
+    ITEM_KIND_CHUNK: _ItemKind.ValueType  # 1
+    """A chunk of a vault note."""
+    ITEM_KIND_RECORD: _ItemKind.ValueType  # 2
+    """A structured record (entity, event, inbox item, ...)."""
+    ITEM_KIND_BELIEF: _ItemKind.ValueType  # 3
+    """A derived conclusion, active or contested."""
+    ITEM_KIND_OBSERVATION: _ItemKind.ValueType  # 4
+    """A record from a connector."""
+
+class ItemKind(_ItemKind, metaclass=_ItemKindEnumTypeWrapper):
+    """The kind of a memory item."""
+
+ITEM_KIND_UNSPECIFIED: ItemKind.ValueType  # 0
+ITEM_KIND_CHUNK: ItemKind.ValueType  # 1
+"""A chunk of a vault note."""
+ITEM_KIND_RECORD: ItemKind.ValueType  # 2
+"""A structured record (entity, event, inbox item, ...)."""
+ITEM_KIND_BELIEF: ItemKind.ValueType  # 3
+"""A derived conclusion, active or contested."""
+ITEM_KIND_OBSERVATION: ItemKind.ValueType  # 4
+"""A record from a connector."""
+Global___ItemKind: _TypeAlias = ItemKind  # noqa: Y015
 
 @_typing.final
 class GroundingReport(_message.Message):
@@ -484,20 +514,37 @@ Global___ChatResponse: _TypeAlias = ChatResponse  # noqa: Y015
 class SearchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
-    SEARCH_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
+    TENANT_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    CHANNELS_FIELD_NUMBER: _builtins.int
+    K_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
     persona: _builtins.str
+    """Persona whose channels, window and weights shape the search; empty means analyst."""
+    tenant: _builtins.str
+    query: _builtins.str
+    k: _builtins.int
+    """Items to return, 0-100; 0 means the persona's default."""
     @_builtins.property
-    def search(self) -> _retrieval_pb2.SearchRequest: ...
+    def channels(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Channel.ValueType]:
+        """Channels to run; empty means the persona's."""
+
+    @_builtins.property
+    def filters(self) -> Global___MemoryFilters: ...
     def __init__(
         self,
         *,
-        search: _retrieval_pb2.SearchRequest | None = ...,
         persona: _builtins.str = ...,
+        tenant: _builtins.str = ...,
+        query: _builtins.str = ...,
+        channels: _abc.Iterable[_common_pb2.Channel.ValueType] | None = ...,
+        k: _builtins.int = ...,
+        filters: Global___MemoryFilters | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["search", b"search"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["persona", b"persona", "search", b"search"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["channels", b"channels", "filters", b"filters", "k", b"k", "persona", b"persona", "query", b"query", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -507,16 +554,18 @@ Global___SearchRequest: _TypeAlias = SearchRequest  # noqa: Y015
 class SearchResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
-    ITEMS_FIELD_NUMBER: _builtins.int
     TURN_ID_FIELD_NUMBER: _builtins.int
+    ITEMS_FIELD_NUMBER: _builtins.int
     turn_id: _builtins.str
     @_builtins.property
-    def items(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.RetrievedItem]: ...
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryItem]:
+        """Best first."""
+
     def __init__(
         self,
         *,
-        items: _abc.Iterable[_retrieval_pb2.RetrievedItem] | None = ...,
         turn_id: _builtins.str = ...,
+        items: _abc.Iterable[Global___MemoryItem] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -1166,3 +1215,500 @@ class ListPersonasResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListPersonasResponse: _TypeAlias = ListPersonasResponse  # noqa: Y015
+
+@_typing.final
+class MemoryFilters(_message.Message):
+    """--- Memory reads (issue 11) -------------------------------------------------------------------
+
+    The filters a read honours. Bad input is INVALID_ARGUMENT saying what to fix.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    COLLECTIONS_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    INCLUDE_CONTESTED_FIELD_NUMBER: _builtins.int
+    since: _builtins.str
+    """Inclusive bounds on item dates, YYYY-MM-DD; empty is open. With a bound set, undated items
+    are left out. until before since is an error.
+    """
+    until: _builtins.str
+    include_sensitive: _builtins.bool
+    """Sensitive items are excluded unless this is true."""
+    include_contested: _builtins.bool
+    """Include beliefs whose status is contested (SPEC B6 skeptic)."""
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Keep only items carrying all of these tags ("#" and case ignored)."""
+
+    @_builtins.property
+    def collections(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Keep only records of these collections (note chunks are kept)."""
+
+    def __init__(
+        self,
+        *,
+        since: _builtins.str = ...,
+        until: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        collections: _abc.Iterable[_builtins.str] | None = ...,
+        include_sensitive: _builtins.bool = ...,
+        include_contested: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "include_contested", b"include_contested", "include_sensitive", b"include_sensitive", "since", b"since", "tags", b"tags", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemoryFilters: _TypeAlias = MemoryFilters  # noqa: Y015
+
+@_typing.final
+class MemoryItem(_message.Message):
+    """One item read from memory, with its full provenance and how it was ranked."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    PROVENANCE_FIELD_NUMBER: _builtins.int
+    CITATION_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    CHANNEL_SCORES_FIELD_NUMBER: _builtins.int
+    FUSED_SCORE_FIELD_NUMBER: _builtins.int
+    RECENCY_FACTOR_FIELD_NUMBER: _builtins.int
+    SALIENCE_FACTOR_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    ATTRIBUTES_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Chunk id or "collection:id"."""
+    kind: Global___ItemKind.ValueType
+    text: _builtins.str
+    citation: _builtins.str
+    """"[[Note Title]]" or "collection:id" (SPEC B2)."""
+    sensitive: _builtins.bool
+    collection: _builtins.str
+    """Collection of a record; empty for chunks."""
+    fused_score: _builtins.float
+    """Reciprocal Rank Fusion score before adjustments."""
+    recency_factor: _builtins.float
+    """Multipliers applied after fusion."""
+    salience_factor: _builtins.float
+    score: _builtins.float
+    """Final score; a search returns items in descending order of it."""
+    @_builtins.property
+    def provenance(self) -> _common_pb2.Provenance:
+        """Episode id, date, title, path and heading."""
+
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The note's (or record's) tags, lower-case without "#"."""
+
+    @_builtins.property
+    def channel_scores(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ChannelScore]:
+        """Every channel that found the item, with its rank and score there (SPEC B5, B12)."""
+
+    @_builtins.property
+    def attributes(self) -> _struct_pb2.Struct:
+        """Per-kind attributes: a record's fields, a belief's status, a chunk's offsets."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        kind: Global___ItemKind.ValueType = ...,
+        text: _builtins.str = ...,
+        provenance: _common_pb2.Provenance | None = ...,
+        citation: _builtins.str = ...,
+        sensitive: _builtins.bool = ...,
+        collection: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        channel_scores: _abc.Iterable[_common_pb2.ChannelScore] | None = ...,
+        fused_score: _builtins.float = ...,
+        recency_factor: _builtins.float = ...,
+        salience_factor: _builtins.float = ...,
+        score: _builtins.float = ...,
+        attributes: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "provenance", b"provenance"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "channel_scores", b"channel_scores", "citation", b"citation", "collection", b"collection", "fused_score", b"fused_score", "id", b"id", "kind", b"kind", "provenance", b"provenance", "recency_factor", b"recency_factor", "salience_factor", b"salience_factor", "score", b"score", "sensitive", b"sensitive", "tags", b"tags", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemoryItem: _TypeAlias = MemoryItem  # noqa: Y015
+
+@_typing.final
+class MemoryRecord(_message.Message):
+    """A structured record from an allowlisted collection."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    FIELDS_FIELD_NUMBER: _builtins.int
+    CITATION_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    collection: _builtins.str
+    id: _builtins.str
+    citation: _builtins.str
+    """"[[Note]]" or "collection:id"."""
+    sensitive: _builtins.bool
+    @_builtins.property
+    def fields(self) -> _struct_pb2.Struct: ...
+    def __init__(
+        self,
+        *,
+        collection: _builtins.str = ...,
+        id: _builtins.str = ...,
+        fields: _struct_pb2.Struct | None = ...,
+        citation: _builtins.str = ...,
+        sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["fields", b"fields"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citation", b"citation", "collection", b"collection", "fields", b"fields", "id", b"id", "sensitive", b"sensitive"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemoryRecord: _TypeAlias = MemoryRecord  # noqa: Y015
+
+@_typing.final
+class RecordCondition(_message.Message):
+    """One condition `field op value`; see the retrieval contract for the operators' meaning."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIELD_FIELD_NUMBER: _builtins.int
+    OP_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    field: _builtins.str
+    """"id", "date" or a dotted path into the record's fields."""
+    op: _builtins.str
+    """One of: eq, ne, lt, lte, gt, gte, contains, in."""
+    @_builtins.property
+    def value(self) -> _struct_pb2.Value: ...
+    def __init__(
+        self,
+        *,
+        field: _builtins.str = ...,
+        op: _builtins.str = ...,
+        value: _struct_pb2.Value | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field", b"field", "op", b"op", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecordCondition: _TypeAlias = RecordCondition  # noqa: Y015
+
+@_typing.final
+class QueryRecordsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    COLLECTION_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
+    SORT_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    collection: _builtins.str
+    sort: _builtins.str
+    """Field to sort by; a leading "-" sorts descending. Empty sorts by id."""
+    limit: _builtins.int
+    """0-1000; 0 means 50."""
+    @_builtins.property
+    def filter(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordCondition]:
+        """All conditions must hold."""
+
+    @_builtins.property
+    def filters(self) -> Global___MemoryFilters:
+        """Only since/until, tags and include_sensitive apply (on the record's date and tags)."""
+
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        collection: _builtins.str = ...,
+        filter: _abc.Iterable[Global___RecordCondition] | None = ...,
+        sort: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        filters: Global___MemoryFilters | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "filter", b"filter", "filters", b"filters", "limit", b"limit", "sort", b"sort", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryRecordsRequest: _TypeAlias = QueryRecordsRequest  # noqa: Y015
+
+@_typing.final
+class QueryRecordsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def records(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRecord]: ...
+    def __init__(
+        self,
+        *,
+        records: _abc.Iterable[Global___MemoryRecord] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["records", b"records"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueryRecordsResponse: _TypeAlias = QueryRecordsResponse  # noqa: Y015
+
+@_typing.final
+class PersonTimelineRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    PERSON_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    person: _builtins.str
+    """An entity id ("graham-pearce"), a name or an alias ("Graham")."""
+    limit: _builtins.int
+    """0-1000; 0 means every entry."""
+    @_builtins.property
+    def filters(self) -> Global___MemoryFilters:
+        """since/until, tags and include_sensitive apply to the entries."""
+
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        person: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        filters: Global___MemoryFilters | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "limit", b"limit", "person", b"person", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PersonTimelineRequest: _TypeAlias = PersonTimelineRequest  # noqa: Y015
+
+@_typing.final
+class TimelineEntry(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DATE_FIELD_NUMBER: _builtins.int
+    ITEM_FIELD_NUMBER: _builtins.int
+    date: _builtins.str
+    @_builtins.property
+    def item(self) -> Global___MemoryItem: ...
+    def __init__(
+        self,
+        *,
+        date: _builtins.str = ...,
+        item: Global___MemoryItem | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "item", b"item"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TimelineEntry: _TypeAlias = TimelineEntry  # noqa: Y015
+
+@_typing.final
+class PersonTimelineResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTITY_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def entity(self) -> Global___MemoryRecord: ...
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___TimelineEntry]:
+        """Oldest first, undated last."""
+
+    def __init__(
+        self,
+        *,
+        entity: Global___MemoryRecord | None = ...,
+        entries: _abc.Iterable[Global___TimelineEntry] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity", b"entity", "entries", b"entries"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PersonTimelineResponse: _TypeAlias = PersonTimelineResponse  # noqa: Y015
+
+@_typing.final
+class ListInboxRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    INCLUDE_DONE_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    limit: _builtins.int
+    """0-1000; 0 means the service default."""
+    include_done: _builtins.bool
+    """Also items whose status is done, archived or dismissed."""
+    include_sensitive: _builtins.bool
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        include_done: _builtins.bool = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_done", b"include_done", "include_sensitive", b"include_sensitive", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListInboxRequest: _TypeAlias = ListInboxRequest  # noqa: Y015
+
+@_typing.final
+class ListInboxResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryRecord]: ...
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[Global___MemoryRecord] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListInboxResponse: _TypeAlias = ListInboxResponse  # noqa: Y015
+
+@_typing.final
+class GetNoteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    episode_id: _builtins.str
+    """A citation's or an item's episode id."""
+    include_sensitive: _builtins.bool
+    """Required to read a note marked sensitive."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        episode_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "include_sensitive", b"include_sensitive", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteRequest: _TypeAlias = GetNoteRequest  # noqa: Y015
+
+@_typing.final
+class NoteSection(_message.Message):
+    """Where one chunk lies in the note's text: text[start:end] (code points)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    ORDINAL_FIELD_NUMBER: _builtins.int
+    HEADING_FIELD_NUMBER: _builtins.int
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    ordinal: _builtins.int
+    heading: _builtins.str
+    """Heading path inside the note, e.g. "Plans > Q3"."""
+    start: _builtins.int
+    end: _builtins.int
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        ordinal: _builtins.int = ...,
+        heading: _builtins.str = ...,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "heading", b"heading", "id", b"id", "ordinal", b"ordinal", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteSection: _TypeAlias = NoteSection  # noqa: Y015
+
+@_typing.final
+class GetNoteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    SECTIONS_FIELD_NUMBER: _builtins.int
+    CITATION_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    path: _builtins.str
+    """Relative to the vault root."""
+    date: _builtins.str
+    """YYYY-MM-DD."""
+    sensitive: _builtins.bool
+    text: _builtins.str
+    """The body without frontmatter, as indexed."""
+    citation: _builtins.str
+    """"[[Title]]"."""
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def sections(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteSection]: ...
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        path: _builtins.str = ...,
+        date: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        sensitive: _builtins.bool = ...,
+        text: _builtins.str = ...,
+        sections: _abc.Iterable[Global___NoteSection] | None = ...,
+        citation: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citation", b"citation", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sections", b"sections", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015

@@ -99,6 +99,26 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.FromString,
                 _registered_method=True)
+        self.QueryRecords = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/QueryRecords',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsResponse.FromString,
+                _registered_method=True)
+        self.PersonTimeline = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/PersonTimeline',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineResponse.FromString,
+                _registered_method=True)
+        self.ListInbox = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ListInbox',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxResponse.FromString,
+                _registered_method=True)
+        self.GetNote = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/GetNote',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -127,7 +147,8 @@ class OrchestratorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Search(self, request, context):
-        """Hybrid search with telemetry (SPEC B12).
+        """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
+        INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -191,6 +212,42 @@ class OrchestratorServiceServicer:
         The personas ask and chat accept (the built-ins and those loaded from the personas folder),
         sorted by name, with the defaults for ask and chat: what the web page's picker and the
         gateway's OpenAI-compatible model list are built from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueryRecords(self, request, context):
+        """Memory reads (issue 11). The orchestrator is the one door to memory for every surface: each
+        read applies one policy (the tenant, the request's filters, and sensitive items only when
+        include_sensitive is true). Which callers may set include_sensitive is the surface's call.
+
+        Structured read of one allowlisted collection. Sensitive records are dropped unless asked.
+        PERMISSION_DENIED outside the allowlist, INVALID_ARGUMENT for a malformed filter or window.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PersonTimeline(self, request, context):
+        """Everything about one entity (by id, name or alias), in date order; sensitive entries dropped
+        unless asked. NOT_FOUND when nothing matches, INVALID_ARGUMENT when several names do,
+        PERMISSION_DENIED for a sensitive entity asked for without include_sensitive.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListInbox(self, request, context):
+        """Open inbox items, soonest first; sensitive ones dropped unless asked.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNote(self, request, context):
+        """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
+        for a sensitive note asked for without include_sensitive.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -263,6 +320,26 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ListPersonas,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.SerializeToString,
+            ),
+            'QueryRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueryRecords,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsResponse.SerializeToString,
+            ),
+            'PersonTimeline': grpc.unary_unary_rpc_method_handler(
+                    servicer.PersonTimeline,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineResponse.SerializeToString,
+            ),
+            'ListInbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListInbox,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxResponse.SerializeToString,
+            ),
+            'GetNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNote,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -616,6 +693,114 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ListPersonas',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueryRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/QueryRecords',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.QueryRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PersonTimeline(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/PersonTimeline',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.PersonTimelineResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListInbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ListInbox',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListInboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/GetNote',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

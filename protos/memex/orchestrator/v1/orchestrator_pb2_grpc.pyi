@@ -40,7 +40,9 @@ class OrchestratorServiceStub:
     Chat: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]
     """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
     Search: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]
-    """Hybrid search with telemetry (SPEC B12)."""
+    """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
+    INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
+    """
     ListConversations: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListConversationsRequest, _orchestrator_pb2.ListConversationsResponse]
     GetConversation: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.GetConversationRequest, _orchestrator_pb2.GetConversationResponse]
     """NOT_FOUND for an unknown conversation."""
@@ -61,6 +63,25 @@ class OrchestratorServiceStub:
     sorted by name, with the defaults for ask and chat: what the web page's picker and the
     gateway's OpenAI-compatible model list are built from.
     """
+    QueryRecords: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.QueryRecordsRequest, _orchestrator_pb2.QueryRecordsResponse]
+    """Memory reads (issue 11). The orchestrator is the one door to memory for every surface: each
+    read applies one policy (the tenant, the request's filters, and sensitive items only when
+    include_sensitive is true). Which callers may set include_sensitive is the surface's call.
+
+    Structured read of one allowlisted collection. Sensitive records are dropped unless asked.
+    PERMISSION_DENIED outside the allowlist, INVALID_ARGUMENT for a malformed filter or window.
+    """
+    PersonTimeline: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.PersonTimelineRequest, _orchestrator_pb2.PersonTimelineResponse]
+    """Everything about one entity (by id, name or alias), in date order; sensitive entries dropped
+    unless asked. NOT_FOUND when nothing matches, INVALID_ARGUMENT when several names do,
+    PERMISSION_DENIED for a sensitive entity asked for without include_sensitive.
+    """
+    ListInbox: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListInboxRequest, _orchestrator_pb2.ListInboxResponse]
+    """Open inbox items, soonest first; sensitive ones dropped unless asked."""
+    GetNote: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.GetNoteRequest, _orchestrator_pb2.GetNoteResponse]
+    """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
+    for a sensitive note asked for without include_sensitive.
+    """
 
 @_typing.type_check_only
 class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
@@ -74,7 +95,9 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     Chat: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]  # type: ignore[assignment]
     """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
     Search: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]  # type: ignore[assignment]
-    """Hybrid search with telemetry (SPEC B12)."""
+    """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
+    INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
+    """
     ListConversations: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListConversationsRequest, _orchestrator_pb2.ListConversationsResponse]  # type: ignore[assignment]
     GetConversation: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetConversationRequest, _orchestrator_pb2.GetConversationResponse]  # type: ignore[assignment]
     """NOT_FOUND for an unknown conversation."""
@@ -94,6 +117,25 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     The personas ask and chat accept (the built-ins and those loaded from the personas folder),
     sorted by name, with the defaults for ask and chat: what the web page's picker and the
     gateway's OpenAI-compatible model list are built from.
+    """
+    QueryRecords: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.QueryRecordsRequest, _orchestrator_pb2.QueryRecordsResponse]  # type: ignore[assignment]
+    """Memory reads (issue 11). The orchestrator is the one door to memory for every surface: each
+    read applies one policy (the tenant, the request's filters, and sensitive items only when
+    include_sensitive is true). Which callers may set include_sensitive is the surface's call.
+
+    Structured read of one allowlisted collection. Sensitive records are dropped unless asked.
+    PERMISSION_DENIED outside the allowlist, INVALID_ARGUMENT for a malformed filter or window.
+    """
+    PersonTimeline: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.PersonTimelineRequest, _orchestrator_pb2.PersonTimelineResponse]  # type: ignore[assignment]
+    """Everything about one entity (by id, name or alias), in date order; sensitive entries dropped
+    unless asked. NOT_FOUND when nothing matches, INVALID_ARGUMENT when several names do,
+    PERMISSION_DENIED for a sensitive entity asked for without include_sensitive.
+    """
+    ListInbox: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListInboxRequest, _orchestrator_pb2.ListInboxResponse]  # type: ignore[assignment]
+    """Open inbox items, soonest first; sensitive ones dropped unless asked."""
+    GetNote: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetNoteRequest, _orchestrator_pb2.GetNoteResponse]  # type: ignore[assignment]
+    """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
+    for a sensitive note asked for without include_sensitive.
     """
 
 class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -129,7 +171,9 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _orchestrator_pb2.SearchRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_orchestrator_pb2.SearchResponse, _abc.Awaitable[_orchestrator_pb2.SearchResponse]]:
-        """Hybrid search with telemetry (SPEC B12)."""
+        """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
+        INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
+        """
 
     @_abc_1.abstractmethod
     def ListConversations(
@@ -203,6 +247,49 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         The personas ask and chat accept (the built-ins and those loaded from the personas folder),
         sorted by name, with the defaults for ask and chat: what the web page's picker and the
         gateway's OpenAI-compatible model list are built from.
+        """
+
+    @_abc_1.abstractmethod
+    def QueryRecords(
+        self,
+        request: _orchestrator_pb2.QueryRecordsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.QueryRecordsResponse, _abc.Awaitable[_orchestrator_pb2.QueryRecordsResponse]]:
+        """Memory reads (issue 11). The orchestrator is the one door to memory for every surface: each
+        read applies one policy (the tenant, the request's filters, and sensitive items only when
+        include_sensitive is true). Which callers may set include_sensitive is the surface's call.
+
+        Structured read of one allowlisted collection. Sensitive records are dropped unless asked.
+        PERMISSION_DENIED outside the allowlist, INVALID_ARGUMENT for a malformed filter or window.
+        """
+
+    @_abc_1.abstractmethod
+    def PersonTimeline(
+        self,
+        request: _orchestrator_pb2.PersonTimelineRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.PersonTimelineResponse, _abc.Awaitable[_orchestrator_pb2.PersonTimelineResponse]]:
+        """Everything about one entity (by id, name or alias), in date order; sensitive entries dropped
+        unless asked. NOT_FOUND when nothing matches, INVALID_ARGUMENT when several names do,
+        PERMISSION_DENIED for a sensitive entity asked for without include_sensitive.
+        """
+
+    @_abc_1.abstractmethod
+    def ListInbox(
+        self,
+        request: _orchestrator_pb2.ListInboxRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ListInboxResponse, _abc.Awaitable[_orchestrator_pb2.ListInboxResponse]]:
+        """Open inbox items, soonest first; sensitive ones dropped unless asked."""
+
+    @_abc_1.abstractmethod
+    def GetNote(
+        self,
+        request: _orchestrator_pb2.GetNoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.GetNoteResponse, _abc.Awaitable[_orchestrator_pb2.GetNoteResponse]]:
+        """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
+        for a sensitive note asked for without include_sensitive.
         """
 
 def add_OrchestratorServiceServicer_to_server(servicer: OrchestratorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

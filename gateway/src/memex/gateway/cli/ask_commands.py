@@ -13,6 +13,7 @@ import grpc
 from memex.common.v1 import common_pb2
 from memex.gateway.cli import rpc
 from memex.gateway.cli.progress import Spinner
+from memex.gateway.present import SUPPORT_LABELS, support_name
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
@@ -25,11 +26,6 @@ EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = (
     rpc.EXIT_NOT_RUNNING,
     rpc.EXIT_NOT_FOUND,
 )
-SUPPORT_LABELS = {
-    common_pb2.SUPPORT_VERBATIM: "verbatim",
-    common_pb2.SUPPORT_PARAPHRASE: "paraphrase",
-    common_pb2.SUPPORT_INFERENCE: "reading between the lines",
-}
 ABSTAINED = "— memex could not check that against your notes:"
 REVISED = "— checked against your notes, the answer reads:"
 UNFINISHED = "— (an unfinished draft, not checked against your notes)"
@@ -43,7 +39,8 @@ def render_citations(citations: Sequence[common_pb2.Citation]) -> str:
     lines = []
     for number, c in enumerate(citations, start=1):
         quote = f' "{c.quote}"' if c.quote else ""
-        lines.append(f"  [{number}] {c.ref} ({SUPPORT_LABELS.get(c.support, 'unchecked')}){quote}")
+        label = SUPPORT_LABELS[support_name(c.support)]
+        lines.append(f"  [{number}] {c.ref} ({label}){quote}")
     return "\n".join(lines)
 
 

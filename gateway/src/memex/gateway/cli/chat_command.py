@@ -14,8 +14,9 @@ import grpc
 from memex.common.v1 import common_pb2
 from memex.gateway.chat_codes import status_of
 from memex.gateway.cli import rpc
-from memex.gateway.cli.ask_commands import SUPPORT_LABELS, render_citations, run
+from memex.gateway.cli.ask_commands import render_citations, run
 from memex.gateway.cli.progress import Spinner
+from memex.gateway.present import citations
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
@@ -42,16 +43,7 @@ class Turn:
         return {
             "conversation_id": self.conversation_id,
             "reply": self.reply,
-            "citations": [
-                {
-                    "ref": c.ref,
-                    "item_id": c.item_id,
-                    "episode_id": c.episode_id,
-                    "quote": c.quote,
-                    "support": SUPPORT_LABELS.get(c.support, "unchecked"),
-                }
-                for c in self.citations
-            ],
+            "citations": [c.model_dump() for c in citations(self.citations)],
             "withheld": self.withheld,
             "message_id": self.message_id,
             **({"error": self.error, "error_code": self.error_code} if self.error else {}),

@@ -20,6 +20,11 @@ def add_parsers(commands: Any) -> None:
     actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="make a key and print it (shown only this once)")
     create.add_argument("name", help="a label for the key, e.g. the app that will use it")
+    create.add_argument(
+        "--sensitive",
+        action="store_true",
+        help="let this key read items marked sensitive when a request asks (default: never)",
+    )
     create.set_defaults(run=create_key)
     listed = actions.add_parser("list", help="the keys' names, hints and creation times")
     listed.add_argument("--json", action="store_true", help="machine-readable output")
@@ -38,7 +43,7 @@ def create_key(args: argparse.Namespace, settings: StackSettings) -> int:
     """Prints a new key on stdout (alone, so scripts can capture it); the hint goes to stderr."""
     path = apikeys.keys_path(settings.data_dir)
     try:
-        token = apikeys.create_key(path, args.name)
+        token = apikeys.create_key(path, args.name, args.sensitive)
     except MemexError as exc:
         return _fail(exc)
     print(token)
@@ -57,11 +62,15 @@ def list_keys(args: argparse.Namespace, settings: StackSettings) -> int:
     except MemexError as exc:
         return _fail(exc)
     if args.json:
-        rows = [{"name": k.name, "hint": k.hint, "created_at": k.created_at} for k in keys]
+        rows = [
+            {"name": k.name, "hint": k.hint, "created_at": k.created_at, "sensitive": k.sensitive}
+            for k in keys
+        ]
         print(json.dumps({"keys": rows}, indent=2))
         return 0
     for k in keys:
-        print(f"{k.name:<24} {k.hint}…  {k.created_at}")
+        grant = "  reads sensitive" if k.sensitive else ""
+        print(f"{k.name:<24} {k.hint}…  {k.created_at}{grant}")
     if not keys:
         print("no API keys yet; make one with `memex keys create NAME`")
     return 0

@@ -1,4 +1,9 @@
-"""`memex query`, `timeline`, `inbox` and `note`: structured reads from the retrieval service."""
+"""`memex search`, `query`, `timeline`, `inbox` and `note`: memory reads, through the orchestrator.
+
+The orchestrator applies the read policy (issue 11) and writes search telemetry. The CLI is the
+owner at their own machine: sensitive items are left out unless a command says
+``--include-sensitive``.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,17 @@ import json
 import sys
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
+from pydantic import BaseModel
 
+from memex.gateway import reads
 from memex.gateway.cli import rpc
-from memex.gateway.entities import resolve_entity
+from memex.gateway.present import CHANNELS, Note, Record, SearchHit, Timeline
 from memex.gateway.stack import StackSettings
-from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
 
-SERVICE = "memex.retrieval.v1.RetrievalService"
-READS = ["QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]
+SERVICE = "memex.orchestrator.v1.OrchestratorService"
+READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]
 OPS = {
     "=": "eq", "==": "eq", "!=": "ne", "<": "lt", "<=": "lte", ">": "gt", ">=": "gte",
     "~": "contains",
@@ -24,7 +31,22 @@ NAMES = ("eq", "ne", "lt", "lte", "gt", "gte", "contains", "in")
 
 
 def add_parsers(commands: Any) -> None:
-    """Registers `query`, `timeline`, `inbox` and `note`."""
+    """Registers `search`, `query`, `timeline`, `inbox` and `note`."""
+    search = commands.add_parser("search", help="hybrid search over the indexed memory")
+    search.add_argument("query", help="what to look for")
+    search.add_argument("-k", type=int, default=0, help="how many results (default 10)")
+    search.add_argument(
+        "--channels", default="", help=f"comma-separated, from: {', '.join(CHANNELS)}"
+    )
+    search.add_argument("--persona", default="", help="whose search settings apply (analyst)")
+    _window(search)
+    search.add_argument("--tag", action="append", default=[], help="only items with this tag")
+    search.add_argument("--collection", action="append", default=[], help="record collection")
+    search.add_argument("--contested", action="store_true", help="include contested beliefs")
+    search.add_argument("--explain", action="store_true", help="show why each result ranked")
+    _common(search)
+    search.set_defaults(run=search_command)
+
     query = commands.add_parser("query", help="structured read of one record collection")
     query.add_argument("collection", help="entities, events, inbox, beliefs, observations")
     query.add_argument(
@@ -38,12 +60,14 @@ def add_parsers(commands: Any) -> None:
     )
     query.add_argument("--sort", default="", help="a field; --sort=-date sorts descending")
     query.add_argument("--limit", type=int, default=0, help="at most this many (default 50)")
+    _window(query)
     _common(query)
     query.set_defaults(run=query_command)
 
     timeline = commands.add_parser("timeline", help="everything about a person, in date order")
     timeline.add_argument("person", help="an entity id, a name or an alias")
     timeline.add_argument("--limit", type=int, default=0, help="at most this many entries")
+    _window(timeline)
     _common(timeline)
     timeline.set_defaults(run=timeline_command)
 
@@ -59,15 +83,23 @@ def add_parsers(commands: Any) -> None:
     note.set_defaults(run=note_command)
 
 
+def _window(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", default="", help="only items dated on or after YYYY-MM-DD")
+    parser.add_argument("--until", default="", help="only items dated on or before YYYY-MM-DD")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--include-sensitive", action="store_true", help="include items marked sensitive"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
 
 
 def _call(settings: StackSettings, body: Any) -> Any:
     return rpc.call(
-        settings.retrieval_addr,
-        retrieval_pb2_grpc.RetrievalServiceStub,
+        settings.orchestrator_addr,
+        orchestrator_pb2_grpc.OrchestratorServiceStub,
         body,
         service=SERVICE,
         idempotent_methods=READS,
@@ -75,7 +107,11 @@ def _call(settings: StackSettings, body: Any) -> Any:
     )
 
 
-def parse_condition(field: str, op: str, value: str) -> retrieval_pb2.FieldFilter:
+def _dump(model: BaseModel) -> None:
+    print(json.dumps(model.model_dump(), indent=2, ensure_ascii=False))
+
+
+def parse_condition(field: str, op: str, value: str) -> tuple[str, str, object]:
     """A filter condition from three words; ValueError naming what is wrong."""
     name = OPS.get(op, op)
     if name not in NAMES:
@@ -84,23 +120,70 @@ def parse_condition(field: str, op: str, value: str) -> retrieval_pb2.FieldFilte
         parsed = json.loads(value)
     except ValueError:
         parsed = value  # plain text, e.g. a name or a YYYY-MM-DD date
-    wrapped = struct_pb2.Value()
-    json_format.ParseDict(parsed, wrapped)
-    return retrieval_pb2.FieldFilter(field=field, op=name, value=wrapped)
+    return field, name, parsed
 
 
-def _fields(record: retrieval_pb2.Record) -> dict[str, Any]:
-    return json_format.MessageToDict(record.fields)
-
-
-def record_line(record: retrieval_pb2.Record) -> str:
+def record_line(record: Record) -> str:
     """A record on one line: its citation, date, and its most telling text."""
-    f = _fields(record)
+    f = record.fields
     label = next((str(f[k]) for k in ("name", "title", "statement", "text") if f.get(k)), "")
     date = next((str(f[k]) for k in ("date", "due", "observed_at", "created") if f.get(k)), "")
     extra = f"  [{f['status']}]" if f.get("status") else ""
     extra += "  [sensitive]" if record.sensitive else ""
     return f"{date:<10}  {record.citation}  {label}{extra}"
+
+
+def format_item(rank: int, item: SearchHit, explain: bool) -> str:
+    """One result, with the per-channel ranks and the score arithmetic when explaining."""
+    p = item.provenance
+    where = " > ".join(x for x in (p.path, p.heading) if x) or item.collection
+    flag = "  [sensitive]" if item.sensitive else ""
+    lines = [f"{rank:>2}. {item.citation}  {where}  {p.date}{flag}"]
+    snippet = " ".join(item.text.split())
+    lines.append(f"    {snippet[:160]}{'…' if len(snippet) > 160 else ''}")
+    if explain:
+        ranks = "  ".join(f"{c.channel} #{c.rank} ({c.score:.4g})" for c in item.channel_scores)
+        lines.append(f"    channels: {ranks or 'none'}")
+        lines.append(
+            f"    fused {item.fused_score:.5f} x recency {item.recency_factor:.3f} "
+            f"x salience {item.salience_factor:.3f} = {item.score:.5f}"
+        )
+    return "\n".join(lines)
+
+
+def search_command(args: argparse.Namespace, settings: StackSettings) -> int:
+    """Searches (with telemetry) and prints the results; --explain shows why each ranked."""
+    try:
+        request = reads.search(
+            args.query,
+            tenant=args.tenant,
+            persona=args.persona,
+            k=args.k,
+            channels=[c.strip() for c in args.channels.split(",") if c.strip()],
+            where=reads.filters(
+                since=args.since,
+                until=args.until,
+                tags=args.tag,
+                collections=args.collection,
+                include_sensitive=args.include_sensitive,
+                include_contested=args.contested,
+            ),
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return rpc.EXIT_BAD_INPUT
+    reply = _call(settings, lambda stub: stub.Search(request))
+    if isinstance(reply, int):
+        return reply
+    hits = [SearchHit.from_proto(i) for i in reply.items]
+    if args.json:
+        print(json.dumps({"items": [h.model_dump() for h in hits], "turn_id": reply.turn_id}))
+        return rpc.EXIT_OK
+    if not hits:
+        print("no results")
+    for rank, hit in enumerate(hits, start=1):
+        print(format_item(rank, hit, args.explain))
+    return rpc.EXIT_OK
 
 
 def query_command(args: argparse.Namespace, settings: StackSettings) -> int:
@@ -110,48 +193,52 @@ def query_command(args: argparse.Namespace, settings: StackSettings) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
-    request = retrieval_pb2.QueryRecordsRequest(
+    request = reads.records(
+        args.collection,
+        conditions,
         tenant=args.tenant,
-        collection=args.collection,
-        filter=conditions,
         sort=args.sort,
         limit=args.limit,
+        where=reads.filters(
+            since=args.since, until=args.until, include_sensitive=args.include_sensitive
+        ),
     )
     reply = _call(settings, lambda stub: stub.QueryRecords(request))
     if isinstance(reply, int):
         return reply
+    records = [Record.from_proto(r) for r in reply.records]
     if args.json:
-        rpc.dump(reply)
+        print(json.dumps({"records": [r.model_dump() for r in records]}, indent=2))
         return rpc.EXIT_OK
-    for record in reply.records:
+    for record in records:
         print(record_line(record))
-    if not reply.records:
+    if not records:
         print(f"no {args.collection} records match")
     return rpc.EXIT_OK
 
 
 def timeline_command(args: argparse.Namespace, settings: StackSettings) -> int:
-    """Prints a person's timeline (a name or alias is resolved to the entity id first)."""
-
-    async def body(stub: Any) -> retrieval_pb2.PersonTimelineResponse:
-        entity_id = await resolve_entity(stub, args.person, args.tenant)
-        request = retrieval_pb2.PersonTimelineRequest(
-            tenant=args.tenant, entity_id=entity_id, limit=args.limit
-        )
-        reply: retrieval_pb2.PersonTimelineResponse = await stub.PersonTimeline(request)
-        return reply
-
-    reply = _call(settings, body)
+    """Prints a person's timeline (the orchestrator resolves a name or alias to the entity)."""
+    request = opb.PersonTimelineRequest(
+        tenant=args.tenant,
+        person=args.person,
+        limit=args.limit,
+        filters=reads.filters(
+            since=args.since, until=args.until, include_sensitive=args.include_sensitive
+        ),
+    )
+    reply = _call(settings, lambda stub: stub.PersonTimeline(request))
     if isinstance(reply, int):
         return reply
+    timeline = Timeline.from_proto(reply)
     if args.json:
-        rpc.dump(reply)
+        _dump(timeline)
         return rpc.EXIT_OK
-    entity = _fields(reply.entity)
-    print(f"# {entity.get('name', reply.entity.id)}  ({reply.entity.citation})")
-    if entity.get("description"):
-        print(entity["description"])
-    for entry in reply.entries:
+    entity = timeline.entity
+    print(f"# {entity.fields.get('name', entity.id)}  ({entity.citation})")
+    if entity.fields.get("description"):
+        print(entity.fields["description"])
+    for entry in timeline.entries:
         item = entry.item
         snippet = " ".join(item.text.split())
         snippet = snippet if len(snippet) <= 110 else snippet[:109] + "…"
@@ -161,33 +248,40 @@ def timeline_command(args: argparse.Namespace, settings: StackSettings) -> int:
 
 def inbox_command(args: argparse.Namespace, settings: StackSettings) -> int:
     """Prints the inbox."""
-    request = retrieval_pb2.ListInboxRequest(
-        tenant=args.tenant, limit=args.limit, include_done=args.all
+    request = opb.ListInboxRequest(
+        tenant=args.tenant,
+        limit=args.limit,
+        include_done=args.all,
+        include_sensitive=args.include_sensitive,
     )
     reply = _call(settings, lambda stub: stub.ListInbox(request))
     if isinstance(reply, int):
         return reply
+    items = [Record.from_proto(r) for r in reply.items]
     if args.json:
-        rpc.dump(reply)
+        print(json.dumps({"items": [i.model_dump() for i in items]}, indent=2))
         return rpc.EXIT_OK
-    for item in reply.items:
+    for item in items:
         print(record_line(item))
-    if not reply.items:
+    if not items:
         print("the inbox is empty")
     return rpc.EXIT_OK
 
 
 def note_command(args: argparse.Namespace, settings: StackSettings) -> int:
     """Prints a note: its title, path, date and tags, then its text."""
-    request = retrieval_pb2.GetNoteRequest(tenant=args.tenant, episode_id=args.episode_id)
+    request = opb.GetNoteRequest(
+        tenant=args.tenant, episode_id=args.episode_id, include_sensitive=args.include_sensitive
+    )
     reply = _call(settings, lambda stub: stub.GetNote(request))
     if isinstance(reply, int):
         return reply
+    note = Note.from_proto(reply)
     if args.json:
-        rpc.dump(reply)
+        _dump(note)
         return rpc.EXIT_OK
-    tags = "  " + " ".join(f"#{t}" for t in reply.tags) if reply.tags else ""
-    print(f"[[{reply.title}]]  {reply.path}  {reply.date}{tags}")
+    tags = "  " + " ".join(f"#{t}" for t in note.tags) if note.tags else ""
+    print(f"{note.citation}  {note.path}  {note.date}{tags}")
     print()
-    print(reply.text.rstrip())
+    print(note.text.rstrip())
     return rpc.EXIT_OK

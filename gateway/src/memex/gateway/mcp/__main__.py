@@ -12,6 +12,7 @@ import sys
 from pydantic import ValidationError
 
 from memex.gateway.mcp.server import build_server
+from memex.gateway.mcp.settings import McpSettings
 from memex.gateway.stack import StackSettings
 
 
@@ -22,10 +23,11 @@ def main() -> None:
     )
     try:
         settings = StackSettings()
+        mcp_settings = McpSettings()
     except ValidationError as exc:
         print(f"invalid MEMEX_* setting:\n{exc}", file=sys.stderr)
         sys.exit(2)
-    build_server(settings).run("stdio")
+    build_server(settings, mcp_settings=mcp_settings).run("stdio")
 
 
 if __name__ == "__main__":

@@ -10,17 +10,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from memex.gateway.stack import StackSettings, not_running_message
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.client import open_channel
 
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi
     OrchestratorStub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 # An ask runs two model calls on a local CPU model: minutes, not seconds, on a small machine.
 ORCHESTRATOR_TIMEOUT_S = 600.0
-RETRIEVAL_TIMEOUT_S = 60.0
-RETRIEVAL_SERVICE = "memex.retrieval.v1.RetrievalService"
+ORCHESTRATOR_SERVICE = "memex.orchestrator.v1.OrchestratorService"
 _READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]
 
 
@@ -42,7 +39,8 @@ def tool_error(exc: grpc.aio.AioRpcError, what: str, address: str) -> ToolError:
 
 
 class Stack:
-    """Clients for the orchestrator and retrieval services at the stack's addresses."""
+    """A client for the orchestrator at the stack's address: the MCP server's one door to
+    memory (issue 11)."""
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -51,23 +49,13 @@ class Stack:
         """Runs ``call`` on an orchestrator stub; RPC failures become tool errors."""
         address = self.settings.orchestrator_addr
         try:
-            async with open_channel(address, default_timeout=ORCHESTRATOR_TIMEOUT_S) as channel:
+            async with open_channel(
+                address,
+                service=ORCHESTRATOR_SERVICE,
+                idempotent_methods=_READS,  # reads retry while the service restarts
+                default_timeout=ORCHESTRATOR_TIMEOUT_S,
+            ) as channel:
                 stub: Any = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
                 return await call(stub)
         except grpc.aio.AioRpcError as exc:
             raise tool_error(exc, "orchestrator", address) from None
-
-    async def retrieval(self, call: Callable[[RetrievalStub], Awaitable[T]]) -> T:
-        """Runs ``call`` on a retrieval stub; reads retry while the service restarts."""
-        address = self.settings.retrieval_addr
-        try:
-            async with open_channel(
-                address,
-                service=RETRIEVAL_SERVICE,
-                idempotent_methods=_READS,
-                default_timeout=RETRIEVAL_TIMEOUT_S,
-            ) as channel:
-                stub: Any = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-                return await call(stub)
-        except grpc.aio.AioRpcError as exc:
-            raise tool_error(exc, "retrieval service", address) from None

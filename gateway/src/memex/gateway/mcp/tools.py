@@ -1,37 +1,43 @@
-"""The MCP tools: typed inputs (the JSON schema a client sees) and cited, structured results."""
+"""The MCP tools: typed inputs (the JSON schema a client sees) and cited, structured results.
+
+Every read goes through the orchestrator, which applies the read policy (issue 11). The MCP
+client is typically a cloud model, so it gets sensitive items only where the user allowed it
+(``MEMEX_MCP_ALLOW_SENSITIVE``) and the call asks.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from google.protobuf import struct_pb2
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, JsonValue
 
-from memex.common.v1 import common_pb2
-from memex.gateway.entities import resolve_entity
+from memex.gateway import reads
 from memex.gateway.mcp.backend import Stack
 from memex.gateway.mcp.models import (
-    CHANNELS,
     AskResult,
-    ChannelName,
     InboxResult,
-    NoteResult,
-    RecordOut,
+    Note,
     RecordsResult,
-    SearchHit,
     SearchResult,
-    TimelineEntry,
-    TimelineResult,
+    Timeline,
 )
+from memex.gateway.present import ChannelName, Record, SearchHit
 from memex.orchestrator.v1 import orchestrator_pb2
-from memex.retrieval.v1 import retrieval_pb2
-from memex.shared.errors import MemexError, NotFound
 
 Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD")]
+Sensitive = Annotated[
+    bool,
+    Field(description="include items marked sensitive (only if the user allowed it)"),
+]
+NOT_ALLOWED = (
+    "sensitive items are not shared with MCP clients here; the user can allow it by setting "
+    "MEMEX_MCP_ALLOW_SENSITIVE=true in the MCP server's environment. Without include_sensitive "
+    "the call returns everything else."
+)
 
 
 class RecordFilter(BaseModel):
@@ -44,29 +50,22 @@ class RecordFilter(BaseModel):
     value: JsonValue
 
 
-def _value(value: Any) -> struct_pb2.Value:
-    out = struct_pb2.Value()
-    if value is None:
-        out.null_value = struct_pb2.NULL_VALUE
-    elif isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int | float):
-        out.number_value = float(value)
-    elif isinstance(value, str):
-        out.string_value = value
-    elif isinstance(value, list):
-        out.list_value.values.extend(_value(v) for v in value)
-    else:
-        out.struct_value.update(value)
-    return out
-
-
 class Tools:
     """The tool functions, bound to one stack."""
 
-    def __init__(self, stack: Stack, progress_every_s: float = 5.0) -> None:
+    def __init__(
+        self, stack: Stack, progress_every_s: float = 5.0, allow_sensitive: bool = False
+    ) -> None:
         self.stack = stack
         self.progress_every_s = progress_every_s
+        self.allow_sensitive = allow_sensitive
+
+    def _sensitive(self, asked: bool) -> bool:
+        """Whether a call gets sensitive items; a tool error saying how to allow it when it asks
+        and the user has not allowed it."""
+        if asked and not self.allow_sensitive:
+            raise ToolError(NOT_ALLOWED)
+        return asked
 
     async def ask(
         self,
@@ -108,21 +107,25 @@ class Tools:
         since: Date = "",
         until: Date = "",
         tags: Annotated[list[str], Field(description="only items with all these tags")] = [],  # noqa: B006
-        include_sensitive: bool = False,
+        collections: Annotated[
+            list[str], Field(description="only records of these collections (notes kept)")
+        ] = [],  # noqa: B006
+        include_sensitive: Sensitive = False,
     ) -> SearchResult:
         """Hybrid search (semantic, keyword and entity graph) over the user's memory. Each hit
-        carries the citation to use for it, its note title/path/date and the text found."""
-        request = orchestrator_pb2.SearchRequest(
-            search=retrieval_pb2.SearchRequest(
-                query=query,
-                k=k,
-                channels=[CHANNELS[c] for c in channels],  # type: ignore[misc]
-                filters=retrieval_pb2.SearchFilters(
-                    window=common_pb2.TimeWindow(start=since, end=until),
-                    tags=tags,
-                    include_sensitive=include_sensitive,
-                ),
-            )
+        carries the citation to use for it, its provenance (note title, path, heading, date) and
+        the text found, with how each channel ranked it."""
+        request = reads.search(
+            query,
+            k=k,
+            channels=channels,
+            where=reads.filters(
+                since=since,
+                until=until,
+                tags=tags,
+                collections=collections,
+                include_sensitive=self._sensitive(include_sensitive),
+            ),
         )
         reply = await self.stack.orchestrator(lambda stub: stub.Search(request))
         return SearchResult(query=query, hits=[SearchHit.from_proto(i) for i in reply.items])
@@ -135,21 +138,24 @@ class Tools:
         filters: Annotated[list[RecordFilter], Field(description="all must hold")] = [],  # noqa: B006
         sort: Annotated[str, Field(description='a field; "-date" sorts descending')] = "",
         limit: Annotated[int, Field(ge=0, le=1000, description="0 = default (50)")] = 0,
+        since: Date = "",
+        until: Date = "",
+        include_sensitive: Sensitive = False,
     ) -> RecordsResult:
         """Structured read of one record collection with field filters, e.g. events in a date
         range or entities of kind person. Each record carries its citation."""
-        request = retrieval_pb2.QueryRecordsRequest(
-            collection=collection,
-            filter=[
-                retrieval_pb2.FieldFilter(field=f.field, op=f.op, value=_value(f.value))
-                for f in filters
-            ],
+        request = reads.records(
+            collection,
+            [(f.field, f.op, f.value) for f in filters],
             sort=sort,
             limit=limit,
+            where=reads.filters(
+                since=since, until=until, include_sensitive=self._sensitive(include_sensitive)
+            ),
         )
-        reply = await self.stack.retrieval(lambda stub: stub.QueryRecords(request))
+        reply = await self.stack.orchestrator(lambda stub: stub.QueryRecords(request))
         return RecordsResult(
-            collection=collection, records=[RecordOut.from_proto(r) for r in reply.records]
+            collection=collection, records=[Record.from_proto(r) for r in reply.records]
         )
 
     async def person_timeline(
@@ -157,46 +163,49 @@ class Tools:
         person: Annotated[
             str, Field(min_length=1, description='entity id ("graham-pearce") or name ("Graham")')
         ],
-        limit: Annotated[int, Field(ge=0, le=500, description="0 = every entry")] = 0,
-    ) -> TimelineResult:
+        limit: Annotated[int, Field(ge=0, le=1000, description="0 = every entry")] = 0,
+        since: Date = "",
+        until: Date = "",
+        include_sensitive: Sensitive = False,
+    ) -> Timeline:
         """Everything memory holds about one person (or place, project, ...) in date order:
         the entity record and the dated notes and records that mention it, each cited."""
-        entity_id = await self._resolve_entity(person)
-        request = retrieval_pb2.PersonTimelineRequest(entity_id=entity_id, limit=limit)
-        reply = await self.stack.retrieval(lambda stub: stub.PersonTimeline(request))
-        return TimelineResult(
-            entity=RecordOut.from_proto(reply.entity),
-            entries=[
-                TimelineEntry(date=e.date, item=SearchHit.from_proto(e.item)) for e in reply.entries
-            ],
+        request = orchestrator_pb2.PersonTimelineRequest(
+            person=person,
+            limit=limit,
+            filters=reads.filters(
+                since=since, until=until, include_sensitive=self._sensitive(include_sensitive)
+            ),
         )
+        reply = await self.stack.orchestrator(lambda stub: stub.PersonTimeline(request))
+        return Timeline.from_proto(reply)
 
     async def list_inbox(
         self,
         limit: Annotated[int, Field(ge=0, le=1000, description="0 = default")] = 0,
         include_done: bool = False,
+        include_sensitive: Sensitive = False,
     ) -> InboxResult:
         """Open inbox items (tasks, follow-ups), soonest date first, each with its citation."""
-        request = retrieval_pb2.ListInboxRequest(limit=limit, include_done=include_done)
-        reply = await self.stack.retrieval(lambda stub: stub.ListInbox(request))
-        return InboxResult(items=[RecordOut.from_proto(r) for r in reply.items])
+        request = orchestrator_pb2.ListInboxRequest(
+            limit=limit,
+            include_done=include_done,
+            include_sensitive=self._sensitive(include_sensitive),
+        )
+        reply = await self.stack.orchestrator(lambda stub: stub.ListInbox(request))
+        return InboxResult(items=[Record.from_proto(r) for r in reply.items])
 
     async def get_note(
         self,
         episode_id: Annotated[
             str, Field(min_length=1, description="a citation's or a search hit's episode_id")
         ],
-    ) -> NoteResult:
+        include_sensitive: Sensitive = False,
+    ) -> Note:
         """The whole note a citation points to: title, path, date, tags and its text, to read
         the cited passage in context."""
-        request = retrieval_pb2.GetNoteRequest(episode_id=episode_id)
-        reply = await self.stack.retrieval(lambda stub: stub.GetNote(request))
-        return NoteResult.from_proto(reply)
-
-    async def _resolve_entity(self, person: str) -> str:
-        """The entity id for an id, a name or an alias; a tool error when none or many match."""
-        try:
-            return await self.stack.retrieval(lambda stub: resolve_entity(stub, person))
-        except MemexError as exc:
-            hint = "; query_records on the entities collection lists them"
-            raise ToolError(f"{exc}{hint if isinstance(exc, NotFound) else ''}") from None
+        request = orchestrator_pb2.GetNoteRequest(
+            episode_id=episode_id, include_sensitive=self._sensitive(include_sensitive)
+        )
+        reply = await self.stack.orchestrator(lambda stub: stub.GetNote(request))
+        return Note.from_proto(reply)

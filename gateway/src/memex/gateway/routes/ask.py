@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from memex.gateway import convert, models
+from memex.gateway import convert, models, reads
 from memex.gateway.chat_stream import open_ask
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
+from memex.gateway.present import SearchHit
 from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
-from memex.gateway.security import caller
+from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
-from memex.retrieval.v1 import retrieval_pb2 as rpb
 
 router = APIRouter(prefix="/v1", tags=["ask"], dependencies=[Depends(caller)], responses=ERRORS)
 
@@ -69,14 +69,27 @@ async def search(
     c: ClientsDep,
     s: SettingsDep,
     body: models.SearchRequest,
+    request: Request,
 ) -> models.SearchResponse:
-    """Vector, keyword and graph search fused, with each channel's score per item."""
+    """Vector, keyword and graph search fused, with each channel's rank and score per item.
+    Sensitive items only with `include_sensitive` and a caller allowed them (else 403)."""
+    where = reads.filters(
+        since=body.since,
+        until=body.until,
+        tags=body.tags,
+        collections=body.collections,
+        include_sensitive=sensitive_grant(request, body.include_sensitive),
+    )
     reply = await c.orchestrator.Search(
-        opb.SearchRequest(
-            search=rpb.SearchRequest(tenant=s.tenant, query=body.query, k=body.limit),
+        reads.search(
+            body.query,
+            tenant=s.tenant,
             persona=body.persona,
+            k=body.limit,
+            channels=body.channels,
+            where=where,
         )
     )
     return models.SearchResponse(
-        items=[convert.item(i) for i in reply.items], turn_id=reply.turn_id
+        items=[SearchHit.from_proto(i) for i in reply.items], turn_id=reply.turn_id
     )

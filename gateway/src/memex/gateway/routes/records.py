@@ -1,16 +1,21 @@
 """The records reads: `POST /v1/records/query`, `GET /v1/people/{person}/timeline`,
-`GET /v1/inbox` (straight to the retrieval service)."""
+`GET /v1/inbox`, all through the orchestrator's read policy (issue 11)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 
-from memex.gateway import convert, models
+from memex.gateway import models, reads
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller
-from memex.retrieval.v1 import retrieval_pb2 as rpb
+from memex.gateway.present import Record, Timeline
+from memex.gateway.security import caller, sensitive_grant
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["records"], dependencies=[Depends(caller)], responses=ERRORS)
+SENSITIVE = Query(
+    False, description="Include sensitive items: needs a key granted it (or loopback, no key)."
+)
+DATE = r"^(\d{4}-\d{2}-\d{2})?$"
 
 
 @router.post("/records/query", response_model=models.RecordsResponse, summary="Query records")
@@ -18,18 +23,27 @@ async def query_records(
     c: ClientsDep,
     s: SettingsDep,
     body: models.RecordsQuery,
+    request: Request,
 ) -> models.RecordsResponse:
-    """Records of one allowlisted collection matching every filter (403 outside the allowlist)."""
-    reply = await c.retrieval.QueryRecords(
-        rpb.QueryRecordsRequest(
+    """Records of one allowlisted collection matching every filter (403 outside the allowlist).
+    Sensitive records only with `include_sensitive` and a caller allowed them."""
+    where = reads.filters(
+        since=body.since,
+        until=body.until,
+        tags=body.tags,
+        include_sensitive=sensitive_grant(request, body.include_sensitive),
+    )
+    reply = await c.orchestrator.QueryRecords(
+        reads.records(
+            body.collection,
+            [(f.field, f.op, f.value) for f in body.filters],
             tenant=s.tenant,
-            collection=body.collection,
-            filter=[convert.field_filter(f) for f in body.filters],
             sort=body.sort,
             limit=body.limit,
+            where=where,
         )
     )
-    return models.RecordsResponse(records=[convert.record(r) for r in reply.records])
+    return models.RecordsResponse(records=[Record.from_proto(r) for r in reply.records])
 
 
 @router.get(
@@ -38,30 +52,40 @@ async def query_records(
 async def timeline(
     c: ClientsDep,
     s: SettingsDep,
-    person: str = Path(min_length=1, max_length=256, description="The entity id."),
-    limit: int = Query(0, ge=0, le=1000, description="0: the service default."),
-) -> models.TimelineResponse:
-    """Everything about one person (entity) in date order; 404 for an unknown one."""
-    reply = await c.retrieval.PersonTimeline(
-        rpb.PersonTimelineRequest(tenant=s.tenant, entity_id=person, limit=limit)
+    request: Request,
+    person: str = Path(min_length=1, max_length=256, description="An entity id, name or alias."),
+    limit: int = Query(0, ge=0, le=1000, description="0: every entry."),
+    since: str = Query("", pattern=DATE, description="Only entries dated on or after."),
+    until: str = Query("", pattern=DATE, description="Only entries dated on or before."),
+    include_sensitive: bool = SENSITIVE,
+) -> Timeline:
+    """Everything about one person (entity) in date order; 404 for an unknown one, 403 for a
+    sensitive one unless asked for and allowed."""
+    where = reads.filters(
+        since=since, until=until, include_sensitive=sensitive_grant(request, include_sensitive)
     )
-    return models.TimelineResponse(
-        entity=convert.record(reply.entity) if reply.HasField("entity") else None,
-        entries=[
-            models.TimelineEntry(date=e.date, item=convert.item(e.item)) for e in reply.entries
-        ],
+    reply = await c.orchestrator.PersonTimeline(
+        opb.PersonTimelineRequest(tenant=s.tenant, person=person, limit=limit, filters=where)
     )
+    return Timeline.from_proto(reply)
 
 
 @router.get("/inbox", response_model=models.InboxResponse, summary="Open inbox items")
 async def inbox(
     c: ClientsDep,
     s: SettingsDep,
+    request: Request,
     limit: int = Query(0, ge=0, le=1000, description="0: the service default."),
     include_done: bool = Query(False, description="Also items done, archived or dismissed."),
+    include_sensitive: bool = SENSITIVE,
 ) -> models.InboxResponse:
     """Inbox items not done, soonest first."""
-    reply = await c.retrieval.ListInbox(
-        rpb.ListInboxRequest(tenant=s.tenant, limit=limit, include_done=include_done)
+    reply = await c.orchestrator.ListInbox(
+        opb.ListInboxRequest(
+            tenant=s.tenant,
+            limit=limit,
+            include_done=include_done,
+            include_sensitive=sensitive_grant(request, include_sensitive),
+        )
     )
-    return models.InboxResponse(items=[convert.record(r) for r in reply.items])
+    return models.InboxResponse(items=[Record.from_proto(r) for r in reply.items])

@@ -11,7 +11,7 @@ export function noteIdFromLocation() {
 
 function body(note, chunkId) {
   const text = note.text || "";
-  const chunk = (note.chunks || []).find((c) => c.id === chunkId);
+  const chunk = (note.sections || []).find((c) => c.id === chunkId);
   if (!chunk || chunk.end <= chunk.start) return el("div", { class: "note-text" }, text);
   // The offsets count code points (Python's str), not JavaScript's UTF-16 units.
   const chars = Array.from(text);
@@ -45,7 +45,11 @@ export async function showNote(episodeId) {
   main.append(article);
   document.title = "Note — memex";
   try {
-    const note = await getJson(`/v1/notes/${encodeURIComponent(episodeId)}`);
+    // The owner opens a note they were cited: ask for it even if it is marked sensitive. The
+    // gateway allows that to a loopback caller without a key, or a key granted sensitive reads;
+    // anyone else gets a 403 saying so, shown below.
+    const id = encodeURIComponent(episodeId);
+    const note = await getJson(`/v1/notes/${id}?include_sensitive=true`);
     const where = [note.path, note.date].filter(Boolean).join(" · ");
     const chunkId = new URLSearchParams(location.search).get("chunk");
     article.append(

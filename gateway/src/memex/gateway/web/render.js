@@ -1,16 +1,13 @@
 // DOM building for messages and citations. Text always goes in as text nodes, never as HTML:
 // answers quote the user's notes, and notes can contain anything.
 
-const SUPPORT_LABELS = {
-  verbatim: "verbatim",
-  paraphrase: "paraphrase",
-  inference: "reading between the lines",
-};
-
+// A citation's label comes with it (`support_label`: the gateway's one vocabulary, shared with the
+// MCP tools and the CLI); the support name only picks a style and a hint here.
 const SUPPORT_HINTS = {
   verbatim: "The quote appears word for word in the note.",
   paraphrase: "The note says this in other words.",
   inference: "Not stated in the note; the answer reads it between the lines.",
+  unchecked: "Not checked against the note.",
 };
 
 /** Creates an element with attributes and children (strings become text nodes). */
@@ -29,10 +26,11 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-/** "verbatim" | "paraphrase" | "inference" from the API's value (tolerating proto names). */
+/** "verbatim" | "paraphrase" | "inference" | "unchecked" from the API's value (tolerating proto
+ * names); anything else was not checked, and is not dressed up as if it were. */
 export function supportOf(value) {
   const name = String(value || "").toLowerCase().replace(/^support_/, "");
-  return name in SUPPORT_LABELS ? name : "paraphrase";
+  return name in SUPPORT_HINTS ? name : "unchecked";
 }
 
 /** Where a note opens: the page's note view (cited chunk marked), when the citation names one. */
@@ -53,7 +51,7 @@ function citationItem(citation) {
     el(
       "span",
       { class: `support support-${support}`, title: SUPPORT_HINTS[support] },
-      SUPPORT_LABELS[support],
+      citation.support_label || support,
     ),
     " ",
     label,

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncGenerator, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.items import Note, NoteSection, Record, ShownItem, Timeline, record_item
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.client import open_channel
+from memex.shared.errors import NotFound
 from memex.shared.grpc_errors import error_from_rpc
 
 CHANNELS = {
@@ -38,41 +40,60 @@ ROLES = {
 
 
 def shown_item(item: retrieval_pb2.RetrievedItem) -> ShownItem:
-    """A retrieved item as the orchestrator briefs it."""
+    """A retrieved item as the orchestrator holds it, with all of its provenance."""
+    p = item.provenance
+    attributes = json_format.MessageToDict(item.attributes)
+    raw_tags = attributes.get("tags")
+    tags = raw_tags if isinstance(raw_tags, list) else []
     return ShownItem(
         item_id=item.id,
         text=item.text,
         ref=item.citation or item.id,
-        episode_id=item.provenance.episode_id,
-        title=item.provenance.title,
-        date=item.provenance.date,
+        episode_id=p.episode_id,
+        title=p.title,
+        date=p.date,
         kind=KINDS.get(item.kind, "chunk"),  # type: ignore[arg-type]
         sensitive=item.sensitive,
         score=item.score,
         channel_scores={
             CHANNEL_NAMES.get(s.channel, "other"): s.score for s in item.channel_scores
         },
+        path=p.path,
+        heading=p.heading,
+        collection=item.collection,
+        tags=tuple(str(t).lstrip("#").casefold() for t in tags),
+        channel_ranks={CHANNEL_NAMES.get(s.channel, "other"): s.rank for s in item.channel_scores},
+        fused_score=item.fused_score,
+        recency_factor=item.recency_factor,
+        salience_factor=item.salience_factor,
+        attributes=attributes,
     )
 
 
-def record_item(record: retrieval_pb2.Record) -> ShownItem:
-    """A structured record, rendered as "field: value" lines."""
-    fields = json_format.MessageToDict(record.fields)
-    title = str(fields.get("name") or fields.get("title") or "")
-    lines = [
-        f"{key}: {value}"
-        for key, value in fields.items()
-        if key != "id" and value not in ("", None, [])
-    ]
-    kind = {"beliefs": "belief", "observations": "observation"}.get(record.collection, "record")
-    return ShownItem(
-        item_id=f"{record.collection}:{record.id}",
-        text="\n".join(lines),
-        ref=record.citation or f"{record.collection}:{record.id}",
-        title=title,
-        date=str(fields.get("date") or fields.get("observed_at") or ""),
-        kind=kind,  # type: ignore[arg-type]
-        sensitive=record.sensitive,
+def record(r: retrieval_pb2.Record) -> Record:
+    """A record from the wire."""
+    return Record(
+        collection=r.collection,
+        id=r.id,
+        fields=json_format.MessageToDict(r.fields),
+        citation=r.citation or f"{r.collection}:{r.id}",
+        sensitive=r.sensitive,
+    )
+
+
+def _note(r: retrieval_pb2.GetNoteResponse) -> Note:
+    return Note(
+        episode_id=r.episode_id,
+        title=r.title,
+        path=r.path,
+        date=r.date,
+        tags=tuple(r.tags),
+        sensitive=r.sensitive,
+        text=r.text,
+        sections=tuple(
+            NoteSection(id=c.id, ordinal=c.ordinal, heading=c.heading, start=c.start, end=c.end)
+            for c in r.chunks
+        ),
     )
 
 
@@ -83,7 +104,7 @@ class GrpcMemory:
         self._channel = open_channel(
             address,
             service="memex.retrieval.v1.RetrievalService",
-            idempotent_methods=["Search", "QueryRecords", "PersonTimeline", "ListInbox"],
+            idempotent_methods=["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"],
         )
         self._stub = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
 
@@ -91,9 +112,15 @@ class GrpcMemory:
         """Closes the channel."""
         await self._channel.close()
 
+    async def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
+
     async def search(self, tenant: str, spec: SearchSpec) -> list[ShownItem]:
-        window = common_pb2.TimeWindow()
-        if spec.window_days:
+        window = common_pb2.TimeWindow(start=spec.since, end=spec.until)
+        if spec.window_days and not spec.since:
             window.start = (dt.date.today() - dt.timedelta(days=spec.window_days)).isoformat()
         request = retrieval_pb2.SearchRequest(
             tenant=tenant,
@@ -103,16 +130,56 @@ class GrpcMemory:
             observation_weight=spec.observation_weight,
             filters=retrieval_pb2.SearchFilters(
                 window=window,
+                tags=list(spec.tags),
                 include_sensitive=spec.include_sensitive,
                 include_contested=spec.include_contested,
                 collections=list(spec.collections),
             ),
         )
-        try:
-            reply = await self._stub.Search(request)
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from exc
+        reply = await self._call(self._stub.Search, request)
         return [shown_item(item) for item in reply.items]
+
+    async def records(
+        self,
+        tenant: str,
+        collection: str,
+        filters: Sequence[tuple[str, str, object]],
+        sort: str,
+        limit: int,
+    ) -> list[Record]:
+        conditions = []
+        for field, op, value in filters:
+            wrapped = struct_pb2.Value()
+            json_format.ParseDict(value, wrapped)  # type: ignore[arg-type]  # Value takes any JSON
+            conditions.append(retrieval_pb2.FieldFilter(field=field, op=op, value=wrapped))
+        request = retrieval_pb2.QueryRecordsRequest(
+            tenant=tenant, collection=collection, filter=conditions, sort=sort, limit=limit
+        )
+        reply = await self._call(self._stub.QueryRecords, request)
+        return [record(r) for r in reply.records]
+
+    async def timeline(self, tenant: str, entity_id: str, limit: int) -> Timeline:
+        request = retrieval_pb2.PersonTimelineRequest(
+            tenant=tenant, entity_id=entity_id, limit=limit
+        )
+        reply = await self._call(self._stub.PersonTimeline, request)
+        return Timeline(
+            entity=record(reply.entity),
+            entries=tuple((e.date, shown_item(e.item)) for e in reply.entries),
+        )
+
+    async def inbox(self, tenant: str, limit: int, include_done: bool) -> list[Record]:
+        request = retrieval_pb2.ListInboxRequest(
+            tenant=tenant, limit=limit, include_done=include_done
+        )
+        reply = await self._call(self._stub.ListInbox, request)
+        return [record(r) for r in reply.items]
+
+    async def note(self, tenant: str, episode_id: str) -> Note:
+        request = retrieval_pb2.GetNoteRequest(tenant=tenant, episode_id=episode_id)
+        return _note(await self._call(self._stub.GetNote, request))
+
+    # The plan hop's tools (SPEC B1): the same reads, as items to brief the model with.
 
     async def query_records(
         self,
@@ -122,41 +189,18 @@ class GrpcMemory:
         sort: str,
         limit: int,
     ) -> list[ShownItem]:
-        conditions = []
-        for field, op, value in filters:
-            wrapped = struct_pb2.Value()
-            json_format.ParseDict(value, wrapped)  # type: ignore[arg-type]  # Value takes any JSON
-            conditions.append(retrieval_pb2.FieldFilter(field=field, op=op, value=wrapped))
-        try:
-            reply = await self._stub.QueryRecords(
-                retrieval_pb2.QueryRecordsRequest(
-                    tenant=tenant, collection=collection, filter=conditions, sort=sort, limit=limit
-                )
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from exc
-        return [record_item(r) for r in reply.records]
+        found = await self.records(tenant, collection, filters, sort, limit)
+        return [record_item(r) for r in found]
 
     async def person_timeline(self, tenant: str, entity_id: str, limit: int) -> list[ShownItem]:
         try:
-            reply = await self._stub.PersonTimeline(
-                retrieval_pb2.PersonTimelineRequest(tenant=tenant, entity_id=entity_id, limit=limit)
-            )
-        except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND:
-                return []  # the planner guessed an id that does not exist: nothing to add
-            raise error_from_rpc(exc) from exc
-        items = [record_item(reply.entity)] if reply.HasField("entity") else []
-        return items + [shown_item(entry.item) for entry in reply.entries]
+            timeline = await self.timeline(tenant, entity_id, limit)
+        except NotFound:
+            return []  # the planner guessed an id that does not exist: nothing to add
+        return [record_item(timeline.entity)] + [item for _, item in timeline.entries]
 
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
-        try:
-            reply = await self._stub.ListInbox(
-                retrieval_pb2.ListInboxRequest(tenant=tenant, limit=limit)
-            )
-        except grpc.aio.AioRpcError as exc:
-            raise error_from_rpc(exc) from exc
-        return [record_item(r) for r in reply.items]
+        return [record_item(r) for r in await self.inbox(tenant, limit, False)]
 
 
 class GrpcReasoner:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+Kind = Literal["chunk", "record", "belief", "observation"]
 Support = Literal["verbatim", "paraphrase", "inference"]
 
 
@@ -18,10 +19,79 @@ class ShownItem:
     episode_id: str = ""
     title: str = ""
     date: str = ""
-    kind: Literal["chunk", "record", "belief", "observation"] = "chunk"
+    kind: Kind = "chunk"
     sensitive: bool = False
     score: float = 0.0
     channel_scores: dict[str, float] = field(default_factory=dict)
+    # The rest of the provenance retrieval gives, kept so surfaces lose nothing (issue 11).
+    path: str = ""
+    heading: str = ""
+    collection: str = ""
+    tags: tuple[str, ...] = ()
+    channel_ranks: dict[str, int] = field(default_factory=dict)
+    fused_score: float = 0.0
+    recency_factor: float = 1.0
+    salience_factor: float = 1.0
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A structured record as read from an allowlisted collection."""
+
+    collection: str
+    id: str
+    fields: dict[str, Any]
+    citation: str
+    sensitive: bool = False
+
+    @property
+    def date(self) -> str:
+        """The record's date (YYYY-MM-DD, or an ISO timestamp's date part); "" when undated."""
+        for name in ("date", "due", "observed_at", "created"):
+            value = self.fields.get(name)
+            if isinstance(value, str) and value:
+                return value[:10]
+        return ""
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The record's tags, lower-case without "#"."""
+        raw = self.fields.get("tags")
+        return tuple(str(t).lstrip("#").casefold() for t in raw) if isinstance(raw, list) else ()
+
+
+@dataclass(frozen=True)
+class NoteSection:
+    """Where one chunk lies in a note's text: ``text[start:end]``."""
+
+    id: str
+    ordinal: int
+    heading: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Note:
+    """A whole note, as a citation links to it."""
+
+    episode_id: str
+    title: str
+    path: str
+    date: str
+    tags: tuple[str, ...]
+    sensitive: bool
+    text: str
+    sections: tuple[NoteSection, ...] = ()
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """An entity and the dated items about it (oldest first, undated last)."""
+
+    entity: Record
+    entries: tuple[tuple[str, ShownItem], ...]
 
 
 @dataclass(frozen=True)
@@ -47,3 +117,26 @@ class GroundingReport:
     def score(self) -> float:
         """Share of citations that were grounded; 0 when nothing was cited."""
         return self.grounded / self.cited if self.cited else 0.0
+
+
+def record_item(record: Record) -> ShownItem:
+    """A structured record as an item to brief the model with: "field: value" lines."""
+    fields = record.fields
+    lines = [
+        f"{key}: {value}"
+        for key, value in fields.items()
+        if key != "id" and value not in ("", None, [])
+    ]
+    kind = {"beliefs": "belief", "observations": "observation"}.get(record.collection, "record")
+    return ShownItem(
+        item_id=f"{record.collection}:{record.id}",
+        text="\n".join(lines),
+        ref=record.citation,
+        title=str(fields.get("name") or fields.get("title") or ""),
+        date=record.date,
+        kind=kind,  # type: ignore[arg-type]
+        sensitive=record.sensitive,
+        collection=record.collection,
+        tags=record.tags,
+        attributes=dict(fields),
+    )

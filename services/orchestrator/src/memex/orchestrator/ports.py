@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 
 Role = Literal["system", "user", "assistant"]
 
@@ -65,8 +65,14 @@ class SearchSpec:
     window_days: int = 0
     include_contested: bool = False
     observation_weight: float = 1.0
+    # True for the model's own retrieval: what the model may see is split off later (SPEC B3).
+    # A surface's search sets it from its request (issue 11).
     include_sensitive: bool = True
     collections: tuple[str, ...] = field(default_factory=tuple)
+    # An explicit window (YYYY-MM-DD) overrides window_days.
+    since: str = ""
+    until: str = ""
+    tags: tuple[str, ...] = ()
 
 
 class Memory(Protocol):
@@ -93,4 +99,29 @@ class Memory(Protocol):
 
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
         """Pending inbox items."""
+        ...
+
+    # The reads a surface asks for (issue 11): whole records and notes, nothing flattened.
+
+    async def records(
+        self,
+        tenant: str,
+        collection: str,
+        filters: Sequence[tuple[str, str, object]],
+        sort: str,
+        limit: int,
+    ) -> list[Record]:
+        """Records of one allowlisted collection matching every ``(field, op, value)``."""
+        ...
+
+    async def timeline(self, tenant: str, entity_id: str, limit: int) -> Timeline:
+        """The entity and its dated items; NotFound for an unknown entity."""
+        ...
+
+    async def inbox(self, tenant: str, limit: int, include_done: bool) -> list[Record]:
+        """Inbox items, soonest first."""
+        ...
+
+    async def note(self, tenant: str, episode_id: str) -> Note:
+        """One note by id; NotFound for an unknown one."""
         ...

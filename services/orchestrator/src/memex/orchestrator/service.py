@@ -1,4 +1,5 @@
-"""The orchestrator's engine: ask, chat, search, conversations and turns, wired once at start.
+"""The orchestrator's engine: ask, chat, memory reads, conversations and turns, wired once at
+start.
 
 ``build_orchestrator`` builds each pipeline stage (``pipeline.py``) with exactly what it needs and
 hands the stages to ask and chat; ``open_orchestrator`` opens the store and the channels around it.
@@ -19,11 +20,10 @@ from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.generation import Generator
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
 from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
+from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError, Unavailable
@@ -41,36 +41,11 @@ class Orchestrator:
     pipeline: Pipeline
     asker: Asker
     chatter: Chatter
-
-    @property
-    def context(self) -> Orchestrator:
-        """Compatibility with code written before the pipeline: ``o.context.store`` and
-        ``o.context.settings`` still read (the servicer's). New code uses ``o.store``."""
-        return self
+    reads: Reads
 
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
         return tenant or self.settings.default_tenant
-
-    async def search(
-        self, tenant: str, query: str, persona_name: str, k: int
-    ) -> tuple[list[ShownItem], str]:
-        """Hybrid search shaped by a persona, with telemetry (SPEC B12)."""
-        if not query.strip():
-            raise InvalidArgument("query is empty")
-        started = time.perf_counter()
-        persona = self.personas.get(persona_name, "ask")
-        with timed("search"):
-            items = await self.pipeline.retriever.search(tenant, persona, query, k or None)
-        turn_id = await self.pipeline.recorder.record(
-            tenant=tenant,
-            kind="search",
-            query=query,
-            persona=persona.name,
-            items=items,
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        return items, turn_id
 
     async def create_turn(self, tenant: str, thread_id: str, text: str) -> Turn:
         """A pending user turn for the chat worker (SPEC B13)."""
@@ -107,6 +82,7 @@ def build_orchestrator(
         pipeline,
         Asker(settings, personas, pipeline, audited),
         Chatter(settings, personas, pipeline, store),
+        Reads(memory, personas, pipeline.recorder),
     )
 
 

@@ -14,13 +14,21 @@ from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
-from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.items import Citation
 from memex.orchestrator.persona import Persona, Personas
+from memex.orchestrator.reads_pb import (
+    channel_names,
+    conditions,
+    item_pb,
+    note_pb,
+    record_pb,
+    scope,
+    timeline_pb,
+)
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.retrieval.v1 import retrieval_pb2
 from memex.shared.errors import InvalidArgument, MemexError
 from memex.shared.grpc_errors import status_for
 from memex.shared.server import EngineSlot
@@ -31,12 +39,6 @@ SUPPORT = {
     "verbatim": common_pb2.SUPPORT_VERBATIM,
     "paraphrase": common_pb2.SUPPORT_PARAPHRASE,
     "inference": common_pb2.SUPPORT_INFERENCE,
-}
-KINDS = {
-    "chunk": retrieval_pb2.ITEM_KIND_CHUNK,
-    "record": retrieval_pb2.ITEM_KIND_RECORD,
-    "belief": retrieval_pb2.ITEM_KIND_BELIEF,
-    "observation": retrieval_pb2.ITEM_KIND_OBSERVATION,
 }
 STATES = {
     "pending": pb.TURN_STATE_PENDING,
@@ -56,26 +58,6 @@ def citation_pb(citation: Citation | dict[str, Any]) -> common_pb2.Citation:
         episode_id=c["episode_id"],
         quote=c["quote"],
         support=SUPPORT.get(c["support"], common_pb2.SUPPORT_UNSPECIFIED),
-    )
-
-
-def item_pb(item: ShownItem) -> retrieval_pb2.RetrievedItem:
-    """A search result on the wire."""
-    return retrieval_pb2.RetrievedItem(
-        id=item.item_id,
-        kind=KINDS[item.kind],
-        text=item.text,
-        citation=item.ref,
-        sensitive=item.sensitive,
-        score=item.score,
-        provenance=common_pb2.Provenance(
-            episode_id=item.episode_id, date=item.date, title=item.title
-        ),
-        channel_scores=[
-            common_pb2.ChannelScore(channel=CHANNELS[name], score=score)
-            for name, score in item.channel_scores.items()
-            if name in CHANNELS
-        ],
     )
 
 
@@ -262,9 +244,13 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         o = self._slot.get()
-        search = request.search
-        items, turn_id = await o.search(
-            o.tenant(search.tenant), search.query, request.persona, search.k
+        items, turn_id = await o.reads.search(
+            scope(o.tenant(request.tenant), request.filters),
+            request.query,
+            persona_name=request.persona,
+            channels=channel_names(request.channels),
+            k=request.k,
+            include_contested=request.filters.include_contested,
         )
         return pb.SearchResponse(items=[item_pb(i) for i in items], turn_id=turn_id)
 
@@ -347,3 +333,41 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             default_ask=personas.default_ask,
             default_chat=personas.default_chat,
         )
+
+    async def QueryRecords(
+        self, request: pb.QueryRecordsRequest, context: Context
+    ) -> pb.QueryRecordsResponse:
+        o = self._slot.get()
+        records = await o.reads.records(
+            scope(o.tenant(request.tenant), request.filters),
+            request.collection,
+            conditions(request.filter),
+            request.sort,
+            request.limit,
+        )
+        return pb.QueryRecordsResponse(records=[record_pb(r) for r in records])
+
+    async def PersonTimeline(
+        self, request: pb.PersonTimelineRequest, context: Context
+    ) -> pb.PersonTimelineResponse:
+        o = self._slot.get()
+        timeline = await o.reads.timeline(
+            scope(o.tenant(request.tenant), request.filters), request.person, request.limit
+        )
+        return timeline_pb(timeline)
+
+    async def ListInbox(
+        self, request: pb.ListInboxRequest, context: Context
+    ) -> pb.ListInboxResponse:
+        o = self._slot.get()
+        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
+        items = await o.reads.inbox(
+            scope(o.tenant(request.tenant), filters), request.limit, request.include_done
+        )
+        return pb.ListInboxResponse(items=[record_pb(r) for r in items])
+
+    async def GetNote(self, request: pb.GetNoteRequest, context: Context) -> pb.GetNoteResponse:
+        o = self._slot.get()
+        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
+        note = await o.reads.note(scope(o.tenant(request.tenant), filters), request.episode_id)
+        return note_pb(note)
