@@ -15,13 +15,14 @@ from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.core import Context
+from memex.orchestrator.forget import NoteForgetter, NoteReceipt
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import load_personas
-from memex.orchestrator.ports import ReasonerInfo
+from memex.orchestrator.ports import NoteEraser, ReasonerInfo
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
-from memex.shared.errors import InvalidArgument, MemexError, Unavailable
+from memex.shared.errors import FailedPrecondition, InvalidArgument, MemexError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,22 @@ class Orchestrator:
         return await asyncio.to_thread(
             self.context.store.create_turn, tenant, thread_id, text, conversation_title(text)
         )
+
+    # -- forget (issue 11) -------------------------------------------------------------------
+    async def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:
+        """Forgets a queued-chat thread with its turns: (turns deleted, turns left)."""
+        if not thread_id.strip():
+            raise InvalidArgument(
+                "thread_id is empty: give a thread id (GET /v1/threads lists them)"
+            )
+        return await asyncio.to_thread(self.context.store.delete_thread, tenant, thread_id)
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> NoteReceipt:
+        """Forgets a note everywhere and checks every store (``forget.NoteForgetter``)."""
+        memory = self.context.memory
+        if not isinstance(memory, NoteEraser):
+            raise FailedPrecondition("this orchestrator's memory cannot forget notes")
+        return await NoteForgetter(memory, self.context.store).forget(tenant, note, dry_run=dry_run)
 
 
 async def _reasoner_info(reasoner: GrpcReasoner, wait_seconds: float) -> ReasonerInfo:

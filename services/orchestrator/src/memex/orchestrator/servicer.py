@@ -14,6 +14,7 @@ from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
+from memex.orchestrator.forget import NoteReceipt
 from memex.orchestrator.items import Citation, ShownItem
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
@@ -153,6 +154,36 @@ def logged_ask_pb(a: LoggedAsk) -> pb.LoggedAsk:
         cited_refs=a.cited_refs,
         latency_ms=a.latency_ms,
         created_at=a.created_at,
+    )
+
+
+def receipt_pb(r: NoteReceipt) -> pb.ForgetNoteResponse:
+    """A note forget's receipt on the wire."""
+    return pb.ForgetNoteResponse(
+        episode_id=r.episode_id,
+        title=r.title,
+        path=r.path,
+        counts=[
+            retrieval_pb2.ForgetCount(
+                store=c.store, what=c.what, removed=c.removed, remaining=c.remaining
+            )
+            for c in r.counts
+        ],
+        checks=[
+            retrieval_pb2.ForgetCheck(
+                store=c.store,
+                description=c.description,
+                found_before=c.found_before,
+                found_after=c.found_after,
+            )
+            for c in r.checks
+        ],
+        file_present=r.file_present,
+        tombstoned=r.tombstoned,
+        dry_run=r.dry_run,
+        complete=r.complete,
+        conversations_citing=r.conversations_citing,
+        threads_citing=r.threads_citing,
     )
 
 
@@ -315,3 +346,17 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             o.context.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListLoggedAsksResponse(asks=[logged_ask_pb(a) for a in asks])
+
+    async def DeleteThread(
+        self, request: pb.DeleteThreadRequest, context: Context
+    ) -> pb.DeleteThreadResponse:
+        o = self._slot.get()
+        deleted, left = await o.delete_thread(o.tenant(request.tenant), request.thread_id)
+        return pb.DeleteThreadResponse(turns_deleted=deleted, turns_remaining=left)
+
+    async def ForgetNote(
+        self, request: pb.ForgetNoteRequest, context: Context
+    ) -> pb.ForgetNoteResponse:
+        o = self._slot.get()
+        receipt = await o.forget_note(o.tenant(request.tenant), request.note, request.dry_run)
+        return receipt_pb(receipt)
