@@ -96,8 +96,14 @@ async def test_forget_a_note_by_path_removes_it_everywhere_and_proves_it(
     summary = await index(retrieval, vault)
     assert any(s.path == "kitchen/Quince Marmalade.md" for s in summary.skipped)
     assert "kitchen/Quince Marmalade.md" not in await found_paths(retrieval, SECRET)
-    # ...and indexes it again once the person writes something new in it.
+    # ...also when it is moved or copied unchanged...
     path = vault / "kitchen/Quince Marmalade.md"
+    path.rename(vault / "Marmalade.md")
+    summary = await index(retrieval, vault)
+    assert any(s.path == "Marmalade.md" and "forgotten" in s.reason for s in summary.skipped)
+    assert not await found_paths(retrieval, SECRET) & {"Marmalade.md", path.name}
+    (vault / "Marmalade.md").rename(path)
+    # ...and indexes it again once the person writes something new in it.
     path.write_text(path.read_text() + "\nA new batch in May.\n")
     await index(retrieval, vault)
     assert "kitchen/Quince Marmalade.md" in await found_paths(retrieval, SECRET)

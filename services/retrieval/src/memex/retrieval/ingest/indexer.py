@@ -215,8 +215,7 @@ class Indexer:
         progress: Progress | None,
     ) -> None:
         stored = await self._store.note_fingerprints(tenant)
-        forgotten = await tombstones.load(self._store, tenant)
-        revived = False
+        forgotten = tombstones.Tombstones(await tombstones.load(self._store, tenant))
         kept: set[str] = set()
         total, done = len(files), 0
         batch: list[tuple[PreparedNote, bool]] = []
@@ -249,14 +248,10 @@ class Indexer:
                 summary.skipped.append((file.rel, reason))
                 total -= 1
                 continue
-            key = tombstones.path_key(file.rel)
-            if key in forgotten:  # see ingest/tombstones.py
-                if forgotten[key] == tombstones.content_key(text):
-                    summary.skipped.append((file.rel, tombstones.SKIP_REASON))
-                    total -= 1
-                    continue
-                del forgotten[key]
-                revived = True
+            if forgotten.skips(file.rel, text):  # see ingest/tombstones.py
+                summary.skipped.append((file.rel, tombstones.SKIP_REASON))
+                total -= 1
+                continue
             kept.add(file.rel)
             fp = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
             if not full and stored.get(file.rel, ("", ""))[1] == fp:
@@ -280,8 +275,8 @@ class Indexer:
             pending.add(asyncio.create_task(flush(batch)))
         if pending:
             await _settle(set(), pending, wait=True)
-        if revived:
-            await tombstones.save(self._store, tenant, forgotten)
+        if forgotten.changed:
+            await tombstones.save(self._store, tenant, forgotten.entries)
         gone = [note_id for path, (note_id, _) in stored.items() if path not in kept]
         if gone:
             summary.removed += await self._store.delete_notes(tenant, gone)

@@ -4,9 +4,10 @@ A forget cannot delete the note's file (the vault is the person's, and may be sy
 so the next ``memex index`` would read it again. A tombstone records the file's path and content
 as two SHA-256 digests, never the path or text themselves (a forget must not keep what it
 forgot), in one per-tenant metadata value. The indexer skips a file whose path and content match
-a tombstone; once the file changes, the tombstone is dropped and the note is indexed again (the
-person wrote something new there). A deleted file needs no tombstone but keeps it, harmlessly: if
-the same file comes back unchanged, it stays forgotten.
+a tombstone, and a file anywhere whose content is that of a forgotten file (moved, renamed or
+copied unchanged); once the forgotten file changes, its tombstone is dropped and the note is
+indexed again (the person wrote something new there). A deleted file keeps its tombstone,
+harmlessly: if the same file comes back unchanged, it stays forgotten.
 """
 
 from __future__ import annotations
@@ -31,6 +32,27 @@ def path_key(rel: str) -> str:
 def content_key(text: str) -> str:
     """The tombstone value of a file's text."""
     return hashlib.sha256(f"memex-forgotten-text:{text}".encode()).hexdigest()
+
+
+class Tombstones:
+    """The tenant's tombstones during one indexing run."""
+
+    def __init__(self, entries: dict[str, str]) -> None:
+        self.entries = entries
+        self.changed = False
+        self._contents = set(entries.values())
+
+    def skips(self, rel: str, text: str) -> bool:
+        """Whether the file at ``rel`` with ``text`` stays forgotten (see the module doc). A
+        forgotten path whose text changed loses its tombstone here (``changed`` is set)."""
+        if not self.entries:
+            return False
+        key, content = path_key(rel), content_key(text)
+        if key in self.entries and self.entries[key] != content:
+            del self.entries[key]
+            self._contents = set(self.entries.values())
+            self.changed = True
+        return content in self._contents
 
 
 async def load(store: Store, tenant: str) -> dict[str, str]:
