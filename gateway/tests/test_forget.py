@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -31,6 +32,39 @@ def memex(gateway: Gateway, tmp_path: Path, *args: str) -> subprocess.CompletedP
         [sys.executable, "-m", "memex.gateway.cli", "forget", *args],
         env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+def on_terminal(gateway: Gateway, tmp_path: Path, typed: bytes, *args: str) -> tuple[int, str]:
+    """The CLI with a terminal for stdin, stdout and stderr, ``typed`` typed ahead."""
+    port = gateway.settings.orchestrator_addr.rsplit(":", 1)[1]
+    env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_ORCHESTRATOR_PORT": port}
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memex.gateway.cli", "forget", *args],
+        env=env, stdin=slave, stdout=slave, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    os.write(master, typed)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
+
+
+def test_on_a_terminal_forget_asks_first(gateway: Gateway, tmp_path: Path) -> None:
+    code, screen = on_terminal(gateway, tmp_path, b"n\n", "note", "Flat lease")
+    assert code == 0 and "Forget the note [[Flat lease]] (home/Flat lease.md)?" in screen
+    assert "nothing forgotten" in screen and not gateway.orchestrator.forgotten
+    code, screen = on_terminal(gateway, tmp_path, b"y\n", "note", "Flat lease")
+    assert code == 0 and "0 remaining in every store." in screen
+    assert gateway.orchestrator.forgotten
 
 
 def test_forget_note_prints_the_receipt(gateway: Gateway, tmp_path: Path) -> None:
@@ -73,6 +107,7 @@ def test_forget_asks_first_and_a_script_must_say_yes(gateway: Gateway, tmp_path:
         (["note", "nothing here", "--yes"], 4, "NOT_FOUND"),
         (["note", " ", "--yes"], 2, "name the note"),
         (["widget", "x"], 2, "say conversation, thread or note"),
+        (["note"], 2, "name the note to forget: its vault path or title"),
         (["thread", "no-such-thread", "--yes"], 4, "NOT_FOUND"),
         (["no-such-conversation"], 4, "NOT_FOUND"),  # the older `memex forget ID` form
     ]:

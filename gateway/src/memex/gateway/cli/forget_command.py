@@ -48,7 +48,12 @@ def add_parser(commands: Any) -> None:
 
 def forget(args: argparse.Namespace, settings: StackSettings) -> int:
     """Dispatches to the kind of thing to forget."""
-    if args.target is None:  # `memex forget ID`: the conversation form from before
+    if args.target is None:
+        if args.what in KINDS:
+            hint = "vault path or title" if args.what == "note" else "id"
+            print(f"error: name the {args.what} to forget: its {hint}", file=sys.stderr)
+            return rpc.EXIT_BAD_INPUT
+        # `memex forget ID`: the conversation form from before threads and notes, unchanged
         args.target, args.what, args.yes = args.what, "conversation", True
     if args.what not in KINDS:
         print(
@@ -79,7 +84,11 @@ def _confirm(args: argparse.Namespace, what: str) -> int | None:
     if not sys.stdin.isatty():
         print(f"error: not forgetting {what} without --yes (no terminal to ask)", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
-    answer = input(f"Forget {what}? This cannot be undone. [y/N] ").strip().lower()
+    try:
+        answer = input(f"Forget {what}? This cannot be undone. [y/N] ").strip().lower()
+    except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: a no
+        answer = ""
+        print()
     if answer in ("y", "yes"):
         return None
     print("nothing forgotten")
@@ -126,7 +135,7 @@ def _conversation(args: argparse.Namespace, settings: StackSettings) -> int:
         return result
     gone, left = result
     lines = [("orchestrator", "conversation", 1, 0 if gone else 1)]
-    lines.append(("orchestrator", "messages (and the telemetry of its turns)", count, left))
+    lines.append(("orchestrator", "messages (and the telemetry of its turns)", count - left, left))
     return _receipt_simple(args, f"conversation {args.target}", lines)
 
 
