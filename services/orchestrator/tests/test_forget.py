@@ -72,6 +72,7 @@ class ForgettingMemory(FakeMemory):
             checks=(ForgetCheck("retrieval (fake)", "lookup by episode id", 1, 0),),
             file_present=True,
             tombstoned=True,
+            scrubbed=True,
         )
 
 
@@ -184,6 +185,11 @@ async def test_forget_note_purges_telemetry_and_the_llm_log_and_says_so(
     assert [c.found_after for c in receipt.checks] == [0, 0]
     assert receipt.checks[-1].found_before == 4  # 1 turn + 2 retrieval rows + 1 call
     assert list(receipt.conversations_citing) == [ids["conversation"]]
+    assert receipt.scrubbed  # the fake retrieval scrubbed, and so did the orchestrator's WAL
+    state = context.store.path
+    for file in (state, state.with_name(state.name + "-wal")):
+        if file.exists():
+            assert b"Write to [EMAIL] for the jars" not in file.read_bytes(), file
 
     turns = {r["id"] for r in rows("SELECT id FROM telemetry_turns")}
     assert turns == {ids["searched"], ids["unrelated"], ids["other tenant"]}

@@ -337,6 +337,7 @@ class FakeOrchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             dry_run=request.dry_run,
             complete=done and not left,
             conversations_citing=["conv-9"],
+            scrubbed=done,
         )  # fmt: skip
 
 

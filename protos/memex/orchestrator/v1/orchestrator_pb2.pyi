@@ -1097,6 +1097,7 @@ class ForgetNoteResponse(_message.Message):
     COMPLETE_FIELD_NUMBER: _builtins.int
     CONVERSATIONS_CITING_FIELD_NUMBER: _builtins.int
     THREADS_CITING_FIELD_NUMBER: _builtins.int
+    SCRUBBED_FIELD_NUMBER: _builtins.int
     episode_id: _builtins.str
     title: _builtins.str
     path: _builtins.str
@@ -1106,6 +1107,10 @@ class ForgetNoteResponse(_message.Message):
     dry_run: _builtins.bool
     complete: _builtins.bool
     """Nothing remains: every count's remaining and every check's found_after is 0."""
+    scrubbed: _builtins.bool
+    """Every store's files were scrubbed of the deleted bytes (see retrieval's DeleteNoteResponse);
+    false when a store cannot promise it (Weaviate) or a reader kept a log from being reset.
+    """
     @_builtins.property
     def counts(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.ForgetCount]: ...
     @_builtins.property
@@ -1132,10 +1137,11 @@ class ForgetNoteResponse(_message.Message):
         complete: _builtins.bool = ...,
         conversations_citing: _abc.Iterable[_builtins.str] | None = ...,
         threads_citing: _abc.Iterable[_builtins.str] | None = ...,
+        scrubbed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "complete", b"complete", "conversations_citing", b"conversations_citing", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "threads_citing", b"threads_citing", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "complete", b"complete", "conversations_citing", b"conversations_citing", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "scrubbed", b"scrubbed", "threads_citing", b"threads_citing", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

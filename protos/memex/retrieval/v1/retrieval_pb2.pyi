@@ -909,6 +909,7 @@ class DeleteNoteResponse(_message.Message):
     FILE_PRESENT_FIELD_NUMBER: _builtins.int
     TOMBSTONED_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    SCRUBBED_FIELD_NUMBER: _builtins.int
     episode_id: _builtins.str
     title: _builtins.str
     path: _builtins.str
@@ -922,6 +923,11 @@ class DeleteNoteResponse(_message.Message):
     tombstoned: _builtins.bool
     """A tombstone was recorded: re-indexing skips the file while its content is unchanged."""
     dry_run: _builtins.bool
+    scrubbed: _builtins.bool
+    """The store's files were scrubbed of the deleted bytes (zeroed rows, merged keyword index,
+    truncated write-ahead log). False on Weaviate, which compacts deleted objects away in the
+    background, when it chooses.
+    """
     @_builtins.property
     def chunk_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -941,10 +947,11 @@ class DeleteNoteResponse(_message.Message):
         file_present: _builtins.bool = ...,
         tombstoned: _builtins.bool = ...,
         dry_run: _builtins.bool = ...,
+        scrubbed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "chunk_ids", b"chunk_ids", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "text", b"text", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "chunk_ids", b"chunk_ids", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "scrubbed", b"scrubbed", "text", b"text", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

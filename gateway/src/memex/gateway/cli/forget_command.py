@@ -220,6 +220,17 @@ def _note(args: argparse.Namespace, settings: StackSettings) -> int:
         print(f"  {c.store:<22} {c.description:<70} {c.found_before} -> {c.found_after}")
     print()
     _verdict(left)
+    if receipt.scrubbed:
+        print(
+            "\nThe stores' files were scrubbed: deleted rows zeroed, the keyword index merged, the "
+            "write-ahead logs truncated."
+        )
+    else:
+        print(
+            "\nNot every store's files could be scrubbed of the deleted bytes yet: Weaviate "
+            "compacts deleted objects away in the background, and a write-ahead log held open by "
+            "another process is overwritten by a later checkpoint."
+        )
     if receipt.file_present:
         print(
             f"\nThe file {receipt.path} is still in your vault. "

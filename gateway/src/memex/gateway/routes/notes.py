@@ -102,6 +102,10 @@ class ForgetReceipt(BaseModel):
         description="Your conversations citing the note, left as they are."
     )
     threads_citing: list[str]
+    scrubbed: bool = Field(
+        description="Every store's files were scrubbed of the deleted bytes; false on Weaviate, "
+        "which compacts them away in the background."
+    )
 
 
 @router.delete("/{note:path}", response_model=ForgetReceipt, summary="Forget a note")
@@ -142,4 +146,5 @@ async def forget_note(
         complete=r.complete,
         conversations_citing=list(r.conversations_citing),
         threads_citing=list(r.threads_citing),
+        scrubbed=r.scrubbed,
     )

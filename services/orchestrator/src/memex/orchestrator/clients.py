@@ -190,6 +190,7 @@ class GrpcMemory:
             ),
             file_present=reply.file_present,
             tombstoned=reply.tombstoned,
+            scrubbed=reply.scrubbed,
         )
 
 

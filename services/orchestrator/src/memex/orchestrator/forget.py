@@ -70,6 +70,9 @@ class NoteReceipt:
     tombstoned: bool = False
     conversations_citing: list[str] = field(default_factory=list)
     threads_citing: list[str] = field(default_factory=list)
+    scrubbed: bool = False
+    """Every store's files were scrubbed of the deleted bytes (not a condition of ``complete``:
+    Weaviate cannot promise it)."""
 
     @property
     def complete(self) -> bool:
@@ -143,4 +146,6 @@ class NoteForgetter:
             ),
         ]
         receipt.tombstoned = done.tombstoned
+        ours = await asyncio.to_thread(self._store.scrub)
+        receipt.scrubbed = done.scrubbed and ours
         return receipt

@@ -130,6 +130,7 @@ class ForgottenNote:
     checks: tuple[ForgetCheck, ...] = ()
     file_present: bool = False
     tombstoned: bool = False
+    scrubbed: bool = False
 
 
 @runtime_checkable

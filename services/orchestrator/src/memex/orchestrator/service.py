@@ -76,7 +76,9 @@ class Orchestrator:
             raise InvalidArgument(
                 "thread_id is empty: give a thread id (GET /v1/threads lists them)"
             )
-        return await asyncio.to_thread(self.context.store.delete_thread, tenant, thread_id)
+        deleted = await asyncio.to_thread(self.context.store.delete_thread, tenant, thread_id)
+        await asyncio.to_thread(self.context.store.scrub)  # best effort: the old pages in the WAL
+        return deleted
 
     async def forget_note(self, tenant: str, note: str, dry_run: bool) -> NoteReceipt:
         """Forgets a note everywhere and checks every store (``forget.NoteForgetter``)."""

@@ -184,6 +184,7 @@ def receipt_pb(r: NoteReceipt) -> pb.ForgetNoteResponse:
         complete=r.complete,
         conversations_citing=r.conversations_citing,
         threads_citing=r.threads_citing,
+        scrubbed=r.scrubbed,
     )
 
 

@@ -131,6 +131,9 @@ class OrchestratorStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # an acknowledged write survives a crash
         self._db.execute("PRAGMA foreign_keys=ON")
+        # Deleted rows are zeroed, not just unlinked: what a person forgets must not stay readable
+        # in free pages of the file (docs/orchestrator.md, "Forgetting").
+        self._db.execute("PRAGMA secure_delete=ON")
         self._migrate()
 
     def close(self) -> None:
@@ -635,6 +638,14 @@ class OrchestratorStore:
                 "UPDATE llm_log SET prompt = ?, response = ? WHERE id = ?",
                 [(ERASED, ERASED, c) for c in traces.calls],
             )
+
+    def scrub(self) -> bool:
+        """After a forget: checkpoints and truncates the WAL, which still holds the pages as they
+        were before the delete. False when another process (a chat worker) held a read open and
+        the WAL could not be reset; the next checkpoint overwrites it."""
+        with self._lock:
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return not busy
 
     def query(self, sql: str, *args: Any) -> list[sqlite3.Row]:
         """A read-only query, for tests and diagnostics."""

@@ -172,4 +172,5 @@ def forget_receipt(value: ForgetReceipt) -> retrieval_pb2.DeleteNoteResponse:
         file_present=value.file_present,
         tombstoned=value.tombstoned,
         dry_run=value.dry_run,
+        scrubbed=value.scrubbed,
     )

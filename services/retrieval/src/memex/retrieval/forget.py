@@ -67,6 +67,8 @@ class ForgetReceipt:
     checks: list[Check] = field(default_factory=list)
     file_present: bool = False
     tombstoned: bool = False
+    scrubbed: bool = False
+    """The store's files were scrubbed of deleted bytes (``Store.scrub``)."""
 
 
 def distinctive_phrase(text: str, title: str) -> str:
@@ -151,6 +153,7 @@ class Forgetter:
             forgotten[tombstones.path_key(meta.path)] = tombstones.content_key(content)
             await tombstones.save(self._store, tenant, forgotten)
             receipt.tombstoned = True
+        receipt.scrubbed = await self._store.scrub(tenant)
         after_traces = await self._store.note_traces(tenant, meta.id, chunk_ids)
         after = dict(await self._look(tenant, meta, chunk_ids, phrase))
         receipt.counts = [

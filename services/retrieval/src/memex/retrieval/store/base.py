@@ -377,6 +377,12 @@ class Store(Protocol):
         chunks as they were before a delete, so chunks, vectors, keyword rows and mentions left
         behind by an incomplete delete are still found. Each kind is 0 for a forgotten note."""
 
+    async def scrub(self, tenant: str) -> bool:
+        """After a forget: makes what was deleted unrecoverable from the backend's own files, as
+        far as the backend allows (merging index segments that still hold deleted terms,
+        truncating write-ahead logs). True when done; False when the backend cannot promise it
+        (its files keep deleted bytes until a compaction memex cannot force)."""
+
     # -- metadata -------------------------------------------------------------------------------
     async def get_meta(self, tenant: str, key: str) -> str | None:
         """A small per-tenant value (e.g. the embedding model id the vectors came from)."""

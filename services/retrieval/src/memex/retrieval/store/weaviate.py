@@ -418,6 +418,12 @@ class WeaviateStore(WeaviateCollections):
         counts["record links"] = sum(len(n.get("record_keys") or ()) for n in notes)
         return counts
 
+    async def scrub(self, tenant: str) -> bool:
+        """See ``Store.scrub``: Weaviate removes deleted objects from its LSM segments and HNSW
+        graph in background compaction and tombstone cleanup, which a client can neither force
+        nor observe; so False, and the receipt says so."""
+        return False
+
     @mapped_errors
     async def stats(self, tenant: str) -> StoreStats:
         """Counts by aggregation (links and mentions are summed per note and per chunk)."""

@@ -390,6 +390,21 @@ class EmbeddedStore:
 
         return await self._run(work)
 
+    async def scrub(self, tenant: str) -> bool:
+        """See ``Store.scrub``. Rows are zeroed on delete (``secure_delete``); FTS5 keeps a
+        deleted chunk's terms in older index segments until they are merged, so the keyword
+        index is merged whole ("optimize"), then the WAL, which still holds the pages as they
+        were, is checkpointed and truncated. False when a reader kept the WAL from being reset."""
+
+        def work() -> bool:
+            self._write(
+                lambda c: c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+            )
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
+
+        return await self._run(work)
+
     # -- metadata ------------------------------------------------------------------------------
     async def get_meta(self, tenant: str, key: str) -> str | None:
         """See ``Store.get_meta``."""
