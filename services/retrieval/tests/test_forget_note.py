@@ -125,6 +125,8 @@ async def test_forget_a_note_by_path_removes_it_everywhere_and_proves_it(
 
 async def test_forget_by_title_and_bad_input(retrieval: Stub, vault: Path) -> None:
     secret_note(vault)
+    write(vault, "a/Twin.md", "One twin.\n")
+    write(vault, "b/Twin.md", "The other twin.\n")
     await index(retrieval, vault)
     receipt = await retrieval.DeleteNote(retrieval_pb2.DeleteNoteRequest(note="quince marmalade"))
     assert receipt.path == "kitchen/Quince Marmalade.md"
@@ -133,6 +135,12 @@ async def test_forget_by_title_and_bad_input(retrieval: Stub, vault: Path) -> No
         ("", grpc.StatusCode.INVALID_ARGUMENT, "episode id, vault path or title"),
         ("Quince Marmalade", grpc.StatusCode.NOT_FOUND, "memex search"),  # already forgotten
         ("no such note", grpc.StatusCode.NOT_FOUND, "no note has"),
+        ("pantry/Alice Smith.md", grpc.StatusCode.NOT_FOUND, "no note at the vault path"),
+        (
+            "twin",
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "2 notes are named 'twin' (a/Twin.md, b/Twin.md)",
+        ),
     ]:
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await retrieval.DeleteNote(retrieval_pb2.DeleteNoteRequest(note=note))

@@ -113,6 +113,10 @@ class Forgetter:
             if candidate in paths:
                 note_id = paths[candidate][0]
                 return (await self._store.get_notes(tenant, [note_id]))[note_id]
+        if "/" in ref:  # a path that names no note: never fall back to a same-titled note elsewhere
+            raise NotFound(
+                f"no note at the vault path {ref!r}; `memex search` shows notes with their paths"
+            )
         by_key = (await self._store.notes_by_key(tenant, [link_key(ref)])).get(link_key(ref), [])
         titled = [n for n in by_key if n.title.casefold() == ref.casefold()] or by_key
         if len(titled) == 1:
