@@ -128,8 +128,13 @@ class RecordingMemory:
         self.called: list[str] = []
 
     def __getattr__(self, name: str) -> object:
-        self.called.append(name)
-        return getattr(self.inner, name)
+        method = getattr(self.inner, name)  # AttributeError first: a probe is not a call
+
+        def recorded(*args: object, **kwargs: object) -> object:
+            self.called.append(name)
+            return method(*args, **kwargs)
+
+        return recorded
 
 
 async def test_replies_are_never_sent_to_memory(tmp_path: Path) -> None:

@@ -218,6 +218,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         self.request_ids: list[str] = []
         self.cancelled = threading.Event()
         self.ask_cancelled = threading.Event()
+        self.forgotten = False
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-{next(self.ids)}"
@@ -407,6 +408,60 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         turns = [t for t in self.turns.values() if t.thread_id == request.thread_id]
         return pb.ListTurnsResponse(turns=turns)
 
+    async def DeleteThread(
+        self, request: pb.DeleteThreadRequest, context: Context
+    ) -> pb.DeleteThreadResponse:
+        if request.thread_id not in self.threads:
+            raise NotFound(f"no thread {request.thread_id!r}")
+        del self.threads[request.thread_id]
+        gone = [t for t in self.turns.values() if t.thread_id == request.thread_id]
+        for turn in gone:
+            del self.turns[turn.id]
+        return pb.DeleteThreadResponse(turns_deleted=len(gone))
+
+    async def ForgetNote(
+        self, request: pb.ForgetNoteRequest, context: Context
+    ) -> pb.ForgetNoteResponse:
+        """Knows one note, ``ep-1`` ([[Flat lease]], also by path and title), until forgotten;
+        the note ``leaky`` (``ep-leaky``) is forgotten incompletely (a chunk remains)."""
+        names = {"ep-1", "Flat lease", "home/Flat lease.md", "leaky", "ep-leaky"}
+        leaky = request.note in ("leaky", "ep-leaky")
+        if not request.note.strip():
+            raise InvalidArgument("name the note to forget: its episode id, vault path or title")
+        if request.note not in names or (self.forgotten and not leaky):
+            raise NotFound(f"no note has the episode id, vault path or title {request.note!r}")
+        done = not request.dry_run
+        left = int(leaky and done)
+        if done and not leaky:
+            self.forgotten = True
+        return pb.ForgetNoteResponse(
+            episode_id="ep-leaky" if leaky else "ep-1",
+            title="Flat lease",
+            path="home/Flat lease.md",
+            counts=[
+                pb.ForgetCount(
+                    store="retrieval (fake)", what="chunks", removed=2 - left,
+                    remaining=left if done else 2,
+                ),
+                pb.ForgetCount(
+                    store="telemetry", what="turns quoting or citing it", removed=1,
+                    remaining=0 if done else 1,
+                ),
+            ],
+            checks=[
+                pb.ForgetCheck(
+                    store="retrieval (fake)", description="lookup by episode id",
+                    found_before=1, found_after=int(not done),
+                )
+            ],
+            file_present=True,
+            tombstoned=done,
+            dry_run=request.dry_run,
+            complete=done and not left,
+            conversations_citing=["conv-9"],
+            scrubbed=done,
+        )  # fmt: skip
+
 
 class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
     """The retrieval service the gateway no longer calls: every method says so."""
@@ -415,5 +470,5 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the gateway does not call this")
 
     Search = UpsertRecords = DeleteRecords = QueryRecords = PersonTimeline = _unused
-    ListInbox = GetNote = _unused
+    ListInbox = GetNote = DeleteNote = _unused
     IndexVault = _unused  # type: ignore[assignment]

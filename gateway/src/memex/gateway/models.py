@@ -289,6 +289,14 @@ class TurnList(BaseModel):
     turns: list[Turn]
 
 
+class ThreadDeleted(BaseModel):
+    """The receipt of a thread forget."""
+
+    thread_id: str
+    turns_deleted: int = Field(description="Questions and answers deleted with the thread.")
+    turns_remaining: int = Field(description="Turns of the thread found afterwards; 0.")
+
+
 # --- personas ------------------------------------------------------------------------------------
 
 

@@ -244,3 +244,76 @@ class Note(BaseModel):
                 for s in r.sections
             ],
         )
+
+
+class ForgetCount(BaseModel):
+    """What one store removed of one kind, and how many it still holds (0 when complete)."""
+
+    store: str = Field(description='e.g. "retrieval (embedded)", "telemetry", "llm_log".')
+    what: str = Field(description='e.g. "chunks", "vectors", "keyword index rows".')
+    removed: int
+    remaining: int
+
+
+class ForgetCheck(BaseModel):
+    """A lookup or search for the note, before and after the forget."""
+
+    store: str
+    description: str
+    found_before: int
+    found_after: int = Field(description="0 when nothing of the note is found any more.")
+
+
+class ForgetReceipt(BaseModel):
+    """The receipt of a note forget (docs/orchestrator.md, "Forgetting a note")."""
+
+    episode_id: str
+    title: str
+    path: str
+    counts: list[ForgetCount]
+    checks: list[ForgetCheck]
+    file_present: bool = Field(
+        description="The file is still in the vault: delete it to forget it for good."
+    )
+    tombstoned: bool = Field(description="Re-indexing skips the file while it is unchanged.")
+    dry_run: bool
+    complete: bool = Field(
+        description="Nothing remains anywhere. False after a forget: something remains, see "
+        "counts and checks (a dry run is never complete)."
+    )
+    conversations_citing: list[str] = Field(
+        description="Your conversations citing the note, left as they are."
+    )
+    threads_citing: list[str]
+    scrubbed: bool = Field(
+        description="Every store's files were scrubbed of the deleted bytes; false on Weaviate, "
+        "which compacts them away in the background."
+    )
+
+    @classmethod
+    def from_proto(cls, r: opb.ForgetNoteResponse) -> ForgetReceipt:
+        return cls(
+            episode_id=r.episode_id,
+            title=r.title,
+            path=r.path,
+            counts=[
+                ForgetCount(store=x.store, what=x.what, removed=x.removed, remaining=x.remaining)
+                for x in r.counts
+            ],
+            checks=[
+                ForgetCheck(
+                    store=x.store,
+                    description=x.description,
+                    found_before=x.found_before,
+                    found_after=x.found_after,
+                )
+                for x in r.checks
+            ],
+            file_present=r.file_present,
+            tombstoned=r.tombstoned,
+            dry_run=r.dry_run,
+            complete=r.complete,
+            conversations_citing=list(r.conversations_citing),
+            threads_citing=list(r.threads_citing),
+            scrubbed=r.scrubbed,
+        )

@@ -1712,3 +1712,208 @@ class GetNoteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015
+
+@_typing.final
+class DeleteThreadRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    thread_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        thread_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant", b"tenant", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteThreadRequest: _TypeAlias = DeleteThreadRequest  # noqa: Y015
+
+@_typing.final
+class DeleteThreadResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURNS_DELETED_FIELD_NUMBER: _builtins.int
+    TURNS_REMAINING_FIELD_NUMBER: _builtins.int
+    turns_deleted: _builtins.int
+    """Turns (questions and answers) deleted with the thread."""
+    turns_remaining: _builtins.int
+    """Turns of the thread found after the delete (0 when complete)."""
+    def __init__(
+        self,
+        *,
+        turns_deleted: _builtins.int = ...,
+        turns_remaining: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["turns_deleted", b"turns_deleted", "turns_remaining", b"turns_remaining"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteThreadResponse: _TypeAlias = DeleteThreadResponse  # noqa: Y015
+
+@_typing.final
+class ForgetNoteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    note: _builtins.str
+    """The note: its episode id, vault-relative path or unique title."""
+    dry_run: _builtins.bool
+    """Resolve and count only; delete nothing."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        note: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "note", b"note", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetNoteRequest: _TypeAlias = ForgetNoteRequest  # noqa: Y015
+
+@_typing.final
+class ForgetNoteResponse(_message.Message):
+    """The receipt of a forget: what was removed where, what remains, and the searches run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    COUNTS_FIELD_NUMBER: _builtins.int
+    CHECKS_FIELD_NUMBER: _builtins.int
+    FILE_PRESENT_FIELD_NUMBER: _builtins.int
+    TOMBSTONED_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    COMPLETE_FIELD_NUMBER: _builtins.int
+    CONVERSATIONS_CITING_FIELD_NUMBER: _builtins.int
+    THREADS_CITING_FIELD_NUMBER: _builtins.int
+    SCRUBBED_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    path: _builtins.str
+    file_present: _builtins.bool
+    """The file is still in the vault; re-indexing skips it while unchanged (tombstoned)."""
+    tombstoned: _builtins.bool
+    dry_run: _builtins.bool
+    complete: _builtins.bool
+    """Nothing remains: every count's remaining and every check's found_after is 0."""
+    scrubbed: _builtins.bool
+    """Every store's files were scrubbed of the deleted bytes (see retrieval's DeleteNoteResponse);
+    false when a store cannot promise it (Weaviate) or a reader kept a log from being reset.
+    """
+    @_builtins.property
+    def counts(self) -> _containers.RepeatedCompositeFieldContainer[Global___ForgetCount]: ...
+    @_builtins.property
+    def checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___ForgetCheck]: ...
+    @_builtins.property
+    def conversations_citing(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Conversations and queued-chat threads whose messages cite the note. They are the person's
+        own chats and are left as they are; `memex forget conversation|thread ID` removes them.
+        """
+
+    @_builtins.property
+    def threads_citing(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        path: _builtins.str = ...,
+        counts: _abc.Iterable[Global___ForgetCount] | None = ...,
+        checks: _abc.Iterable[Global___ForgetCheck] | None = ...,
+        file_present: _builtins.bool = ...,
+        tombstoned: _builtins.bool = ...,
+        dry_run: _builtins.bool = ...,
+        complete: _builtins.bool = ...,
+        conversations_citing: _abc.Iterable[_builtins.str] | None = ...,
+        threads_citing: _abc.Iterable[_builtins.str] | None = ...,
+        scrubbed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "complete", b"complete", "conversations_citing", b"conversations_citing", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "scrubbed", b"scrubbed", "threads_citing", b"threads_citing", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetNoteResponse: _TypeAlias = ForgetNoteResponse  # noqa: Y015
+
+@_typing.final
+class ForgetCount(_message.Message):
+    """One line of a forget receipt: what a store held of the note, removed and still there."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORE_FIELD_NUMBER: _builtins.int
+    WHAT_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    REMAINING_FIELD_NUMBER: _builtins.int
+    store: _builtins.str
+    """The store, e.g. "retrieval (embedded)", "telemetry", "llm_log"."""
+    what: _builtins.str
+    """What was counted, e.g. "chunks", "vectors", "keyword index rows"."""
+    removed: _builtins.int
+    remaining: _builtins.int
+    def __init__(
+        self,
+        *,
+        store: _builtins.str = ...,
+        what: _builtins.str = ...,
+        removed: _builtins.int = ...,
+        remaining: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["remaining", b"remaining", "removed", b"removed", "store", b"store", "what", b"what"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetCount: _TypeAlias = ForgetCount  # noqa: Y015
+
+@_typing.final
+class ForgetCheck(_message.Message):
+    """A lookup or search run before and after a forget: it must find the note before (else it
+    proves nothing) and nothing of it after.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    FOUND_BEFORE_FIELD_NUMBER: _builtins.int
+    FOUND_AFTER_FIELD_NUMBER: _builtins.int
+    store: _builtins.str
+    description: _builtins.str
+    """What was searched; the phrase itself is not repeated here."""
+    found_before: _builtins.int
+    found_after: _builtins.int
+    def __init__(
+        self,
+        *,
+        store: _builtins.str = ...,
+        description: _builtins.str = ...,
+        found_before: _builtins.int = ...,
+        found_after: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "found_after", b"found_after", "found_before", b"found_before", "store", b"store"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetCheck: _TypeAlias = ForgetCheck  # noqa: Y015

@@ -119,6 +119,16 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
                 _registered_method=True)
+        self.DeleteThread = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/DeleteThread',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadResponse.FromString,
+                _registered_method=True)
+        self.ForgetNote = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ForgetNote',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -253,6 +263,24 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteThread(self, request, context):
+        """-- forget (issue 11): verified deletion ----------------------------------------------------
+        Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetNote(self, request, context):
+        """Forgets a note everywhere memex keeps it: retrieval (chunks, vectors, keyword index, graph),
+        telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
+        then searches every store for it and returns a receipt. complete is false when anything
+        remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -340,6 +368,16 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.GetNote,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.SerializeToString,
+            ),
+            'DeleteThread': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteThread,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadResponse.SerializeToString,
+            ),
+            'ForgetNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetNote,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -801,6 +839,60 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/GetNote',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/DeleteThread',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetNote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ForgetNote',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

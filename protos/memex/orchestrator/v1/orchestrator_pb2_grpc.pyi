@@ -82,6 +82,16 @@ class OrchestratorServiceStub:
     """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
     for a sensitive note asked for without include_sensitive.
     """
+    DeleteThread: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.DeleteThreadRequest, _orchestrator_pb2.DeleteThreadResponse]
+    """-- forget (issue 11): verified deletion ----------------------------------------------------
+    Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
+    """
+    ForgetNote: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ForgetNoteRequest, _orchestrator_pb2.ForgetNoteResponse]
+    """Forgets a note everywhere memex keeps it: retrieval (chunks, vectors, keyword index, graph),
+    telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
+    then searches every store for it and returns a receipt. complete is false when anything
+    remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
+    """
 
 @_typing.type_check_only
 class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
@@ -136,6 +146,16 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     GetNote: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetNoteRequest, _orchestrator_pb2.GetNoteResponse]  # type: ignore[assignment]
     """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
     for a sensitive note asked for without include_sensitive.
+    """
+    DeleteThread: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.DeleteThreadRequest, _orchestrator_pb2.DeleteThreadResponse]  # type: ignore[assignment]
+    """-- forget (issue 11): verified deletion ----------------------------------------------------
+    Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
+    """
+    ForgetNote: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ForgetNoteRequest, _orchestrator_pb2.ForgetNoteResponse]  # type: ignore[assignment]
+    """Forgets a note everywhere memex keeps it: retrieval (chunks, vectors, keyword index, graph),
+    telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
+    then searches every store for it and returns a receipt. complete is false when anything
+    remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
     """
 
 class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -290,6 +310,28 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_orchestrator_pb2.GetNoteResponse, _abc.Awaitable[_orchestrator_pb2.GetNoteResponse]]:
         """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
         for a sensitive note asked for without include_sensitive.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteThread(
+        self,
+        request: _orchestrator_pb2.DeleteThreadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.DeleteThreadResponse, _abc.Awaitable[_orchestrator_pb2.DeleteThreadResponse]]:
+        """-- forget (issue 11): verified deletion ----------------------------------------------------
+        Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
+        """
+
+    @_abc_1.abstractmethod
+    def ForgetNote(
+        self,
+        request: _orchestrator_pb2.ForgetNoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ForgetNoteResponse, _abc.Awaitable[_orchestrator_pb2.ForgetNoteResponse]]:
+        """Forgets a note everywhere memex keeps it: retrieval (chunks, vectors, keyword index, graph),
+        telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
+        then searches every store for it and returns a receipt. complete is false when anything
+        remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
         """
 
 def add_OrchestratorServiceServicer_to_server(servicer: OrchestratorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -796,3 +796,163 @@ class GetNoteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015
+
+@_typing.final
+class DeleteNoteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    note: _builtins.str
+    """The note: its episode id, its vault-relative path (".md" optional), or its title when
+    exactly one note has it.
+    """
+    dry_run: _builtins.bool
+    """Resolve the note and count what would go; delete nothing."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        note: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "note", b"note", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteNoteRequest: _TypeAlias = DeleteNoteRequest  # noqa: Y015
+
+@_typing.final
+class ForgetCount(_message.Message):
+    """One line of a forget receipt: how many things of one kind one store removed, and how many of
+    them it still holds afterwards (0 when the forget is complete).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORE_FIELD_NUMBER: _builtins.int
+    WHAT_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELD_NUMBER: _builtins.int
+    REMAINING_FIELD_NUMBER: _builtins.int
+    store: _builtins.str
+    """The store, e.g. "retrieval (embedded)", "telemetry", "llm_log"."""
+    what: _builtins.str
+    """What was counted, e.g. "chunks", "vectors", "keyword index rows"."""
+    removed: _builtins.int
+    remaining: _builtins.int
+    def __init__(
+        self,
+        *,
+        store: _builtins.str = ...,
+        what: _builtins.str = ...,
+        removed: _builtins.int = ...,
+        remaining: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["remaining", b"remaining", "removed", b"removed", "store", b"store", "what", b"what"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetCount: _TypeAlias = ForgetCount  # noqa: Y015
+
+@_typing.final
+class ForgetCheck(_message.Message):
+    """A lookup or search run before and after a forget: it must find the note before (else it
+    proves nothing) and nothing of it after.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    FOUND_BEFORE_FIELD_NUMBER: _builtins.int
+    FOUND_AFTER_FIELD_NUMBER: _builtins.int
+    store: _builtins.str
+    description: _builtins.str
+    """What was searched, e.g. "keyword search for a distinctive phrase of the note (9 words)";
+    the phrase itself is not repeated here.
+    """
+    found_before: _builtins.int
+    found_after: _builtins.int
+    def __init__(
+        self,
+        *,
+        store: _builtins.str = ...,
+        description: _builtins.str = ...,
+        found_before: _builtins.int = ...,
+        found_after: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "found_after", b"found_after", "found_before", b"found_before", "store", b"store"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetCheck: _TypeAlias = ForgetCheck  # noqa: Y015
+
+@_typing.final
+class DeleteNoteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    CHUNK_IDS_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    COUNTS_FIELD_NUMBER: _builtins.int
+    CHECKS_FIELD_NUMBER: _builtins.int
+    FILE_PRESENT_FIELD_NUMBER: _builtins.int
+    TOMBSTONED_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    SCRUBBED_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    path: _builtins.str
+    """Relative to the vault root."""
+    text: _builtins.str
+    """The note's text as indexed, on a dry run only, so the caller can find quotes of it
+    elsewhere (telemetry, the LLM log) before the note is gone.
+    """
+    file_present: _builtins.bool
+    """The note's file is still in the vault last indexed: re-indexing would read it again."""
+    tombstoned: _builtins.bool
+    """A tombstone was recorded: re-indexing skips the file while its content is unchanged."""
+    dry_run: _builtins.bool
+    scrubbed: _builtins.bool
+    """The store's files were scrubbed of the deleted bytes (zeroed rows, merged keyword index,
+    truncated write-ahead log). False on Weaviate, which compacts deleted objects away in the
+    background, when it chooses.
+    """
+    @_builtins.property
+    def chunk_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def counts(self) -> _containers.RepeatedCompositeFieldContainer[Global___ForgetCount]: ...
+    @_builtins.property
+    def checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___ForgetCheck]: ...
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        path: _builtins.str = ...,
+        chunk_ids: _abc.Iterable[_builtins.str] | None = ...,
+        text: _builtins.str = ...,
+        counts: _abc.Iterable[Global___ForgetCount] | None = ...,
+        checks: _abc.Iterable[Global___ForgetCheck] | None = ...,
+        file_present: _builtins.bool = ...,
+        tombstoned: _builtins.bool = ...,
+        dry_run: _builtins.bool = ...,
+        scrubbed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "chunk_ids", b"chunk_ids", "counts", b"counts", "dry_run", b"dry_run", "episode_id", b"episode_id", "file_present", b"file_present", "path", b"path", "scrubbed", b"scrubbed", "text", b"text", "title", b"title", "tombstoned", b"tombstoned"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteNoteResponse: _TypeAlias = DeleteNoteResponse  # noqa: Y015

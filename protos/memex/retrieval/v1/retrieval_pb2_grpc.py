@@ -74,6 +74,11 @@ class RetrievalServiceStub:
                 request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.SerializeToString,
                 response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.FromString,
                 _registered_method=True)
+        self.DeleteNote = channel.unary_unary(
+                '/memex.retrieval.v1.RetrievalService/DeleteNote',
+                request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.SerializeToString,
+                response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -138,6 +143,17 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteNote(self, request, context):
+        """Forgets one note (docs/retrieval.md "Forgetting a note"): its metadata, chunks, vectors,
+        keyword index rows, outgoing links, name keys, record links and entity mentions, then
+        searches for it again and counts what remains. Records the note's file as a tombstone so
+        re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
+        episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -180,6 +196,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.GetNote,
                     request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.FromString,
                     response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.SerializeToString,
+            ),
+            'DeleteNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNote,
+                    request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.FromString,
+                    response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -398,6 +419,33 @@ class RetrievalService:
             '/memex.retrieval.v1.RetrievalService/GetNote',
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteRequest.SerializeToString,
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.GetNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.retrieval.v1.RetrievalService/DeleteNote',
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.SerializeToString,
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,13 @@ class RetrievalServiceStub:
     """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
     from its chunks in order. NOT_FOUND for an unknown episode id.
     """
+    DeleteNote: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteNoteRequest, _retrieval_pb2.DeleteNoteResponse]
+    """Forgets one note (docs/retrieval.md "Forgetting a note"): its metadata, chunks, vectors,
+    keyword index rows, outgoing links, name keys, record links and entity mentions, then
+    searches for it again and counts what remains. Records the note's file as a tombstone so
+    re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
+    episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -78,6 +85,13 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     GetNote: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.GetNoteRequest, _retrieval_pb2.GetNoteResponse]  # type: ignore[assignment]
     """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
     from its chunks in order. NOT_FOUND for an unknown episode id.
+    """
+    DeleteNote: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.DeleteNoteRequest, _retrieval_pb2.DeleteNoteResponse]  # type: ignore[assignment]
+    """Forgets one note (docs/retrieval.md "Forgetting a note"): its metadata, chunks, vectors,
+    keyword index rows, outgoing links, name keys, record links and entity mentions, then
+    searches for it again and counts what remains. Records the note's file as a tombstone so
+    re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
+    episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
     """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -149,6 +163,19 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_retrieval_pb2.GetNoteResponse, _abc.Awaitable[_retrieval_pb2.GetNoteResponse]]:
         """One note (episode) by id, so a citation can link to it: its metadata and its text assembled
         from its chunks in order. NOT_FOUND for an unknown episode id.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteNote(
+        self,
+        request: _retrieval_pb2.DeleteNoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieval_pb2.DeleteNoteResponse, _abc.Awaitable[_retrieval_pb2.DeleteNoteResponse]]:
+        """Forgets one note (docs/retrieval.md "Forgetting a note"): its metadata, chunks, vectors,
+        keyword index rows, outgoing links, name keys, record links and entity mentions, then
+        searches for it again and counts what remains. Records the note's file as a tombstone so
+        re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
+        episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
         """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,4 +1,5 @@
-"""`memex ask`, `conversations` and `forget`: talk to the running orchestrator."""
+"""`memex ask` and `conversations`: talk to the running orchestrator (`forget` is in
+forget_command.py)."""
 
 from __future__ import annotations
 
@@ -176,16 +177,4 @@ def conversations(args: argparse.Namespace, settings: StackSettings) -> int:
         print(f"{c.id}  {c.updated_at[:16]}  {c.message_count:>3} msgs  {c.title}")
     if not listed.conversations:
         print("no conversations yet; start one with `memex chat`")
-    return rpc.EXIT_OK
-
-
-def forget(args: argparse.Namespace, settings: StackSettings) -> int:
-    """Deletes a conversation with its messages."""
-    reply = run(
-        settings,
-        lambda s: s.DeleteConversation(pb.DeleteConversationRequest(conversation_id=args.id)),
-    )
-    if isinstance(reply, int):
-        return reply
-    print(f"forgot conversation {args.id}")
     return rpc.EXIT_OK

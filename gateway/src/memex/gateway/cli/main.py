@@ -13,6 +13,7 @@ from memex.gateway.cli import (
     chat_command,
     embed_command,
     eval_command,
+    forget_command,
     generate_command,
     key_commands,
     records_commands,
@@ -77,9 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     convs.add_argument("--json", action="store_true", help="machine-readable output")
     convs.set_defaults(run=ask_commands.conversations)
 
-    forget = commands.add_parser("forget", help="delete a conversation and its messages")
-    forget.add_argument("id")
-    forget.set_defaults(run=ask_commands.forget)
+    forget_command.add_parser(commands)
     retrieval_commands.add_parsers(commands)
     records_commands.add_parsers(commands)
     generate_command.add_parser(commands)

@@ -1,12 +1,13 @@
 """Notes: a cited note's text, so the web page's citation links open it (orchestrator GetNote,
-under the read policy: a sensitive note only when asked for and allowed)."""
+under the read policy: a sensitive note only when asked for and allowed), and forgetting a note
+with a verified receipt (orchestrator ForgetNote)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.present import Note
+from memex.gateway.present import ForgetReceipt, Note
 from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -37,3 +38,21 @@ async def get_note(
         )
     )
     return Note.from_proto(reply)
+
+
+@router.delete("/{note:path}", response_model=ForgetReceipt, summary="Forget a note")
+async def forget_note(
+    c: ClientsDep,
+    s: SettingsDep,
+    note: str = Path(
+        min_length=1, max_length=1024, description="Episode id, vault path or unique title."
+    ),
+    dry_run: bool = Query(False, description="Count what would go; change nothing."),
+) -> ForgetReceipt:
+    """Forgets a note everywhere memex keeps it (chunks, vectors, keyword index, graph,
+    telemetry, LLM log text), searches every store again and returns the receipt; check
+    ``complete``. 404 for a note nothing names, 400 for an ambiguous title."""
+    r = await c.orchestrator.ForgetNote(
+        opb.ForgetNoteRequest(tenant=s.tenant, note=note, dry_run=dry_run)
+    )
+    return ForgetReceipt.from_proto(r)

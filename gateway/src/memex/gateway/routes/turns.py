@@ -62,3 +62,23 @@ async def list_turns(
         opb.ListTurnsRequest(tenant=s.tenant, thread_id=thread_id)
     )
     return models.TurnList(turns=[convert.turn(t) for t in reply.turns])
+
+
+@router.delete(
+    "/threads/{thread_id}", response_model=models.ThreadDeleted, summary="Forget a thread"
+)
+async def delete_thread(
+    c: ClientsDep,
+    s: SettingsDep,
+    thread_id: str = Path(min_length=1, max_length=128),
+) -> models.ThreadDeleted:
+    """Deletes a thread with all its turns (questions and answers); 404 for an unknown id. The
+    receipt counts the turns deleted and those found afterwards (0)."""
+    reply = await c.orchestrator.DeleteThread(
+        opb.DeleteThreadRequest(tenant=s.tenant, thread_id=thread_id)
+    )
+    return models.ThreadDeleted(
+        thread_id=thread_id,
+        turns_deleted=reply.turns_deleted,
+        turns_remaining=reply.turns_remaining,
+    )

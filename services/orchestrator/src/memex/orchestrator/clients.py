@@ -11,7 +11,16 @@ from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
 from memex.orchestrator.items import Note, NoteSection, Record, ShownItem, Timeline, record_item
-from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
+from memex.orchestrator.ports import (
+    ChatMessage,
+    ForgetCheck,
+    ForgetCount,
+    ForgottenNote,
+    GenerateOptions,
+    ReasonerInfo,
+    SearchSpec,
+    Usage,
+)
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.client import open_channel
@@ -201,6 +210,32 @@ class GrpcMemory:
 
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
         return [record_item(r) for r in await self.inbox(tenant, limit, False)]
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgottenNote:
+        """The NoteEraser port: retrieval's DeleteNote, its receipt as domain values."""
+        try:
+            reply = await self._stub.DeleteNote(
+                retrieval_pb2.DeleteNoteRequest(tenant=tenant, note=note, dry_run=dry_run)
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
+        return ForgottenNote(
+            episode_id=reply.episode_id,
+            title=reply.title,
+            path=reply.path,
+            chunk_ids=tuple(reply.chunk_ids),
+            text=reply.text,
+            counts=tuple(
+                ForgetCount(c.store, c.what, c.removed, c.remaining) for c in reply.counts
+            ),
+            checks=tuple(
+                ForgetCheck(c.store, c.description, c.found_before, c.found_after)
+                for c in reply.checks
+            ),
+            file_present=reply.file_present,
+            tombstoned=reply.tombstoned,
+            scrubbed=reply.scrubbed,
+        )
 
 
 class GrpcReasoner:

@@ -51,6 +51,9 @@ class Database:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # an acknowledged write survives a crash
         self._db.execute("PRAGMA foreign_keys=ON")
+        # Deleted rows are zeroed, not just unlinked: what a person forgets must not stay readable
+        # in free pages of the file (docs/orchestrator.md, "Forgetting").
+        self._db.execute("PRAGMA secure_delete=ON")
         self._migrate()
 
     def close(self) -> None:

@@ -19,14 +19,15 @@ from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.forget import NoteForgetter, NoteReceipt
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
-from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
+from memex.orchestrator.ports import Memory, NoteEraser, Reasoner, ReasonerInfo
 from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
-from memex.shared.errors import InvalidArgument, MemexError, Unavailable
+from memex.shared.errors import FailedPrecondition, InvalidArgument, MemexError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ class Orchestrator:
     asker: Asker
     chatter: Chatter
     reads: Reads
+    # None where memory cannot forget notes (a test's fake memory).
+    forgetter: NoteForgetter | None = None
 
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
@@ -55,6 +58,23 @@ class Orchestrator:
         return await asyncio.to_thread(
             self.store.create_turn, tenant, thread_id, text, conversation_title(text)
         )
+
+    # -- forget (issue 11) -------------------------------------------------------------------
+    async def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:
+        """Forgets a queued-chat thread with its turns: (turns deleted, turns left)."""
+        if not thread_id.strip():
+            raise InvalidArgument(
+                "thread_id is empty: give a thread id (GET /v1/threads lists them)"
+            )
+        deleted = await asyncio.to_thread(self.store.delete_thread, tenant, thread_id)
+        await asyncio.to_thread(self.store.scrub)  # best effort: the old pages in the WAL
+        return deleted
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> NoteReceipt:
+        """Forgets a note everywhere and checks every store (``forget.NoteForgetter``)."""
+        if self.forgetter is None:
+            raise FailedPrecondition("this orchestrator's memory cannot forget notes")
+        return await self.forgetter.forget(tenant, note, dry_run=dry_run)
 
 
 def build_orchestrator(
@@ -83,6 +103,7 @@ def build_orchestrator(
         Asker(settings, personas, pipeline, audited),
         Chatter(settings, personas, pipeline, store),
         Reads(memory, personas, pipeline.recorder),
+        NoteForgetter(memory, store) if isinstance(memory, NoteEraser) else None,
     )
 
 

@@ -14,6 +14,7 @@ from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
 from memex.orchestrator.clients import CHANNELS
+from memex.orchestrator.forget import NoteReceipt
 from memex.orchestrator.items import Citation
 from memex.orchestrator.persona import Persona, Personas
 from memex.orchestrator.reads_pb import (
@@ -159,6 +160,35 @@ def persona_pb(persona: Persona, personas: Personas) -> pb.Persona:
         stages=list(persona.stages),
         model_calls=persona.model_calls,
         system_prompt=persona.system_prompt,
+    )
+
+
+def receipt_pb(r: NoteReceipt) -> pb.ForgetNoteResponse:
+    """A note forget's receipt on the wire."""
+    return pb.ForgetNoteResponse(
+        episode_id=r.episode_id,
+        title=r.title,
+        path=r.path,
+        counts=[
+            pb.ForgetCount(store=c.store, what=c.what, removed=c.removed, remaining=c.remaining)
+            for c in r.counts
+        ],
+        checks=[
+            pb.ForgetCheck(
+                store=c.store,
+                description=c.description,
+                found_before=c.found_before,
+                found_after=c.found_after,
+            )
+            for c in r.checks
+        ],
+        file_present=r.file_present,
+        tombstoned=r.tombstoned,
+        dry_run=r.dry_run,
+        complete=r.complete,
+        conversations_citing=r.conversations_citing,
+        threads_citing=r.threads_citing,
+        scrubbed=r.scrubbed,
     )
 
 
@@ -371,3 +401,17 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
         note = await o.reads.note(scope(o.tenant(request.tenant), filters), request.episode_id)
         return note_pb(note)
+
+    async def DeleteThread(
+        self, request: pb.DeleteThreadRequest, context: Context
+    ) -> pb.DeleteThreadResponse:
+        o = self._slot.get()
+        deleted, left = await o.delete_thread(o.tenant(request.tenant), request.thread_id)
+        return pb.DeleteThreadResponse(turns_deleted=deleted, turns_remaining=left)
+
+    async def ForgetNote(
+        self, request: pb.ForgetNoteRequest, context: Context
+    ) -> pb.ForgetNoteResponse:
+        o = self._slot.get()
+        receipt = await o.forget_note(o.tenant(request.tenant), request.note, request.dry_run)
+        return receipt_pb(receipt)

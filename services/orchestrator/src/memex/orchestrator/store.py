@@ -2,9 +2,10 @@
 
 One database and one connection (``db.py``, with the versioned migrations of ``schema.sql``); each
 concern has its own store class over it: ``conversations.py`` (conversations and messages),
-``turn_queue.py`` (threads, turns and claims), ``telemetry.py`` (telemetry, logged asks, LLM log).
-``OrchestratorStore`` is all of them on one connection; code that needs one part takes that part's
-type. Calls are synchronous and short; async callers run them with ``asyncio.to_thread``.
+``turn_queue.py`` (threads, turns and claims), ``telemetry.py`` (telemetry, logged asks, LLM log),
+``traces.py`` (what a forgotten note left). ``OrchestratorStore`` is all of them on one
+connection; code that needs one part takes that part's type. Calls are synchronous and short;
+async callers run them with ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -12,15 +13,19 @@ from __future__ import annotations
 from memex.orchestrator.conversations import Conversation, ConversationStore, Message
 from memex.orchestrator.db import Database, _migrations, new_id, now_iso
 from memex.orchestrator.telemetry import LoggedAsk, TelemetryStore
+from memex.orchestrator.traces import ERASED, NoteTraces, NoteTraceStore
 from memex.orchestrator.turn_queue import ERROR_TEXT_LIMIT, Thread, Turn, TurnQueue
 
 __all__ = [
+    "ERASED",
     "ERROR_TEXT_LIMIT",
     "Conversation",
     "ConversationStore",
     "Database",
     "LoggedAsk",
     "Message",
+    "NoteTraceStore",
+    "NoteTraces",
     "OrchestratorStore",
     "TelemetryStore",
     "Thread",
@@ -32,5 +37,5 @@ __all__ = [
 ]
 
 
-class OrchestratorStore(ConversationStore, TurnQueue, TelemetryStore):
+class OrchestratorStore(ConversationStore, TurnQueue, TelemetryStore, NoteTraceStore):
     """One SQLite database holding everything the orchestrator persists."""

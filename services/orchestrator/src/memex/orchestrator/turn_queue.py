@@ -209,6 +209,32 @@ class TurnQueue(Database):
             )
         return cursor.rowcount == 1
 
+    def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:
+        """Forgets a queued-chat thread with all its turns (the schema cascades them); returns
+        (turns deleted, turns of the thread left afterwards, 0 unless something went wrong).
+        NotFound for a thread unknown to this tenant. A worker answering a turn of it finds its
+        claim gone and writes nothing."""
+        with self._tx() as db:
+            if (
+                db.execute(
+                    "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
+                ).fetchone()
+                is None
+            ):
+                raise NotFound(f"no thread {thread_id!r} (GET /v1/threads lists them)")
+            count = int(
+                db.execute(
+                    "SELECT COUNT(*) FROM turns WHERE thread_id = ?", (thread_id,)
+                ).fetchone()[0]
+            )
+            db.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+            left = int(
+                db.execute(
+                    "SELECT COUNT(*) FROM turns WHERE thread_id = ?", (thread_id,)
+                ).fetchone()[0]
+            )
+        return count, left
+
 
 def _turn(row: sqlite3.Row) -> Turn:
     return Turn(

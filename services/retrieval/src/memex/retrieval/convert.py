@@ -7,6 +7,7 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
+from memex.retrieval.forget import ForgetReceipt
 from memex.retrieval.ingest.indexer import IndexSummary
 from memex.retrieval.records import ResolvedRecord
 from memex.retrieval.search import Filters, Item, Query
@@ -142,4 +143,34 @@ def summary(value: IndexSummary) -> retrieval_pb2.IndexSummary:
         seconds=value.seconds,
         records_removed=value.records_removed,
         embed_seconds=value.embed_seconds,
+    )
+
+
+def forget_receipt(value: ForgetReceipt) -> retrieval_pb2.DeleteNoteResponse:
+    """A forget's receipt on the wire."""
+    return retrieval_pb2.DeleteNoteResponse(
+        episode_id=value.note.id,
+        title=value.note.title,
+        path=value.note.path,
+        chunk_ids=value.chunk_ids,
+        text=value.text,
+        counts=[
+            retrieval_pb2.ForgetCount(
+                store=c.store, what=c.what, removed=c.removed, remaining=c.remaining
+            )
+            for c in value.counts
+        ],
+        checks=[
+            retrieval_pb2.ForgetCheck(
+                store=c.store,
+                description=c.description,
+                found_before=c.found_before,
+                found_after=c.found_after,
+            )
+            for c in value.checks
+        ],
+        file_present=value.file_present,
+        tombstoned=value.tombstoned,
+        dry_run=value.dry_run,
+        scrubbed=value.scrubbed,
     )

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.embedder import Embedder, open_embedder
+from memex.retrieval.forget import ForgetReceipt, Forgetter
 from memex.retrieval.ingest.indexer import Indexer, IndexOptions, IndexSummary, Progress
 from memex.retrieval.ingest.notes import Sensitivity
 from memex.retrieval.records import Records
@@ -66,6 +67,7 @@ class RetrievalCore:
             ),
         )
         self.records = Records(store, self.indexer, s.record_collections, s.sensitive_collections)
+        self.forgetter = Forgetter(store, self.searcher, s.store, s.max_k)
         self._indexing: dict[str, asyncio.Lock] = {}
 
     def tenant(self, name: str) -> str:
@@ -89,6 +91,16 @@ class RetrievalCore:
             )
         async with lock:
             return await self.indexer.run(tenant, vault_path, full=full, progress=progress)
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgetReceipt:
+        """Forgets a note; not while the tenant is being indexed (the run could write it back)."""
+        lock = self._indexing.setdefault(tenant, asyncio.Lock())
+        if lock.locked():
+            raise FailedPrecondition(
+                f"an indexing run for tenant {tenant!r} is in progress; forget when it has finished"
+            )
+        async with lock:
+            return await self.forgetter.forget(tenant, note, dry_run=dry_run)
 
 
 @contextlib.asynccontextmanager

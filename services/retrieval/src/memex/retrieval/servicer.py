@@ -153,3 +153,10 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                 for c in note.chunks
             ],
         )
+
+    async def DeleteNote(
+        self, request: retrieval_pb2.DeleteNoteRequest, context: Context
+    ) -> retrieval_pb2.DeleteNoteResponse:
+        core = self._slot.get()
+        receipt = await core.forget_note(core.tenant(request.tenant), request.note, request.dry_run)
+        return convert.forget_receipt(receipt)

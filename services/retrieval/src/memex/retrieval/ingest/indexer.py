@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 
 from memex.retrieval import metrics
 from memex.retrieval.embedder import Embedder
+from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.notes import (
     EntityMatcher,
@@ -104,6 +105,8 @@ class Indexer:
             vault_io.scan, vault, opt.include, opt.exclude, opt.records_folder
         )
         summary.skipped += [(s.rel, s.reason) for s in scan.skipped]
+        # Remembered so a forget can say whether the note's file is still in the vault.
+        await self._store.set_meta(tenant, tombstones.VAULT_META, str(vault))
         await self._sync_records(tenant, scan.record_files, summary, full)
         matcher = await self.entity_matcher(tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
@@ -212,6 +215,7 @@ class Indexer:
         progress: Progress | None,
     ) -> None:
         stored = await self._store.note_fingerprints(tenant)
+        forgotten = tombstones.Tombstones(await tombstones.load(self._store, tenant))
         kept: set[str] = set()
         total, done = len(files), 0
         batch: list[tuple[PreparedNote, bool]] = []
@@ -244,6 +248,10 @@ class Indexer:
                 summary.skipped.append((file.rel, reason))
                 total -= 1
                 continue
+            if forgotten.skips(file.rel, text):  # see ingest/tombstones.py
+                summary.skipped.append((file.rel, tombstones.SKIP_REASON))
+                total -= 1
+                continue
             kept.add(file.rel)
             fp = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
             if not full and stored.get(file.rel, ("", ""))[1] == fp:
@@ -267,6 +275,8 @@ class Indexer:
             pending.add(asyncio.create_task(flush(batch)))
         if pending:
             await _settle(set(), pending, wait=True)
+        if forgotten.changed:
+            await tombstones.save(self._store, tenant, forgotten.entries)
         gone = [note_id for path, (note_id, _) in stored.items() if path not in kept]
         if gone:
             summary.removed += await self._store.delete_notes(tenant, gone)

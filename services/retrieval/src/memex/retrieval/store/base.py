@@ -59,6 +59,18 @@ JsonValue = Any
 
 DEFAULT_TENANT = "default"
 
+TRACE_KINDS = (
+    "notes",
+    "chunks",
+    "vectors",
+    "keyword index rows",
+    "outgoing links",
+    "entity mentions",
+    "name keys",
+    "record links",
+)
+"""What ``Store.note_traces`` counts, in this order (the lines of a forget receipt)."""
+
 
 def link_key(name: str) -> str:
     """The normalised form under which a note can be linked: NFC, case-folded, whitespace
@@ -355,6 +367,21 @@ class Store(Protocol):
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """BM25 over ``Record.text`` in ``flt.collections``; hit ids are ``collection:id``."""
+
+    # -- forgetting (verified deletion) ----------------------------------------------------------
+    async def note_traces(
+        self, tenant: str, note_id: str, chunk_ids: Sequence[str]
+    ) -> dict[str, int]:
+        """What the backend holds of one note, read from its own tables or objects (not through
+        search): ``{kind: count}`` for every kind in ``TRACE_KINDS``. ``chunk_ids`` are the note's
+        chunks as they were before a delete, so chunks, vectors, keyword rows and mentions left
+        behind by an incomplete delete are still found. Each kind is 0 for a forgotten note."""
+
+    async def scrub(self, tenant: str) -> bool:
+        """After a forget: makes what was deleted unrecoverable from the backend's own files, as
+        far as the backend allows (merging index segments that still hold deleted terms,
+        truncating write-ahead logs). True when done; False when the backend cannot promise it
+        (its files keep deleted bytes until a compaction memex cannot force)."""
 
     # -- metadata -------------------------------------------------------------------------------
     async def get_meta(self, tenant: str, key: str) -> str | None:

@@ -19,6 +19,7 @@ from weaviate.collections.classes.aggregate import Metrics
 
 from memex.retrieval.store import weaviate_codec as codec
 from memex.retrieval.store.base import (
+    TRACE_KINDS,
     ChunkView,
     Condition,
     Hit,
@@ -384,6 +385,44 @@ class WeaviateStore(WeaviateCollections):
         """Sets a per-tenant value."""
         col = self._col("meta", await self._writable(tenant))
         await self._insert(col, [codec.meta_object(key, value)])
+
+    # -- forgetting --------------------------------------------------------------------------
+    @mapped_errors
+    async def note_traces(
+        self, tenant: str, note_id: str, chunk_ids: Sequence[str]
+    ) -> dict[str, int]:
+        """See ``Store.note_traces``, from the objects themselves: a chunk object carries its
+        vector and is what the BM25 index indexes, so vectors and keyword rows are counted as
+        the note's chunk objects; links, name keys and record links are lists on the note
+        object, mentions lists on the chunk objects."""
+        counts = dict.fromkeys(TRACE_KINDS, 0)
+        name = await self._readable(tenant)
+        if name is None:
+            return counts
+        notes = await self._fetch_ids(
+            self._col("note", name),
+            "note_id",
+            [note_id],
+            ["note_id", "keys", "record_keys", "link_count"],
+        )
+        chunk_col, props = self._col("chunk", name), ["chunk_id", "mentions"]
+        rows = await self._fetch_ids(chunk_col, "note_id", [note_id], props)
+        if chunk_ids:
+            rows += await self._fetch_ids(chunk_col, "chunk_id", chunk_ids, props)
+        chunks = {str(r["chunk_id"]): r for r in rows}
+        counts["notes"] = len(notes)
+        counts["chunks"] = counts["vectors"] = counts["keyword index rows"] = len(chunks)
+        counts["outgoing links"] = sum(int(n.get("link_count") or 0) for n in notes)
+        counts["entity mentions"] = sum(len(c.get("mentions") or ()) for c in chunks.values())
+        counts["name keys"] = sum(len(n.get("keys") or ()) for n in notes)
+        counts["record links"] = sum(len(n.get("record_keys") or ()) for n in notes)
+        return counts
+
+    async def scrub(self, tenant: str) -> bool:
+        """See ``Store.scrub``: Weaviate removes deleted objects from its LSM segments and HNSW
+        graph in background compaction and tombstone cleanup, which a client can neither force
+        nor observe; so False, and the receipt says so."""
+        return False
 
     @mapped_errors
     async def stats(self, tenant: str) -> StoreStats:

@@ -199,6 +199,63 @@ def delete_notes(
     return count, old
 
 
+# -- forgetting: what is left of a note (see Store.note_traces) -----------------------------------
+def note_traces(
+    conn: sqlite3.Connection, tenant: str, note_id: str, chunk_ids: list[str]
+) -> tuple[dict[str, int], list[int]]:
+    """Counts of every row kept for a note, and the rowids of its chunks (for the ANN check).
+    Keyword rows include any FTS row whose chunk is gone: the FTS table has no note column, so
+    a row orphaned by an interrupted delete can only be found that way."""
+    rowids = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT rowid FROM chunks WHERE tenant = ? AND (note_id = ? OR id IN "
+            "(SELECT value FROM json_each(?)))",
+            (tenant, note_id, _ids(chunk_ids)),
+        )
+    ]
+
+    def count(sql: str, *args: Any) -> int:
+        return int(conn.execute(sql, args).fetchone()[0])
+
+    fts = count(
+        "SELECT COUNT(*) FROM chunks_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+        _ids(rowids),
+    )
+    orphans = count(
+        "SELECT COUNT(*) FROM chunks_fts f WHERE NOT EXISTS "
+        "(SELECT 1 FROM chunks c WHERE c.rowid = f.rowid)"
+    )
+    counts = {
+        "notes": count("SELECT COUNT(*) FROM notes WHERE tenant = ? AND id = ?", tenant, note_id),
+        "chunks": len(rowids),
+        "keyword index rows": fts + orphans,
+        "outgoing links": count(
+            "SELECT COUNT(*) FROM links WHERE tenant = ? AND source_id = ?", tenant, note_id
+        ),
+        "entity mentions": count(
+            "SELECT COUNT(*) FROM mentions WHERE tenant = ? AND chunk_id IN "
+            "(SELECT value FROM json_each(?))",
+            tenant,
+            _ids(chunk_ids),
+        ),
+        "name keys": count(
+            "SELECT COUNT(*) FROM note_keys WHERE tenant = ? AND note_id = ?", tenant, note_id
+        ),
+        "record links": count(
+            "SELECT COUNT(*) FROM note_records WHERE tenant = ? AND note_id = ?", tenant, note_id
+        ),
+    }
+    return counts, rowids
+
+
+def chunk_count(conn: sqlite3.Connection, tenant: str) -> int:
+    """How many chunks the tenant has (what its ANN index should hold)."""
+    return int(
+        conn.execute("SELECT COUNT(*) FROM chunks WHERE tenant = ?", (tenant,)).fetchone()[0]
+    )
+
+
 def fingerprints(conn: sqlite3.Connection, tenant: str) -> dict[str, tuple[str, str]]:
     """{path: (id, fingerprint)} of the tenant's notes."""
     rows = conn.execute("SELECT path, id, fingerprint FROM notes WHERE tenant = ?", (tenant,))

@@ -87,6 +87,9 @@ def connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=OFF")
     conn.execute("PRAGMA busy_timeout=10000")
+    # Deleted rows are overwritten with zeros, not just unlinked: a forgotten note's text must
+    # not stay readable in free pages of the file (docs/retrieval.md, "Forgetting a note").
+    conn.execute("PRAGMA secure_delete=ON")
     conn.executescript(SCHEMA)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return conn

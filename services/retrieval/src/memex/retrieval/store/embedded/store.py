@@ -370,6 +370,41 @@ class EmbeddedStore:
             lambda: record_queries.keyword_records(self._conn, tenant, query, k, flt)
         )
 
+    # -- forgetting ----------------------------------------------------------------------------
+    async def note_traces(
+        self, tenant: str, note_id: str, chunk_ids: Sequence[str]
+    ) -> dict[str, int]:
+        """See ``Store.note_traces``. Vectors are counted in the ANN index, not in SQLite (a
+        chunk row and its vector blob go together): the note's chunk keys it still holds, plus
+        any keys beyond the tenant's chunk count (vectors of chunks already deleted)."""
+        ids = list(chunk_ids)
+
+        def work() -> dict[str, int]:
+            counts, rowids = queries.note_traces(self._conn, tenant, note_id, ids)
+            ann = self._index(tenant, CHUNKS)
+            keys = np.asarray(rowids, dtype=np.uint64)
+            held = int(np.count_nonzero(ann.index.contains(keys))) if len(keys) else 0
+            stale = max(0, len(ann) - queries.chunk_count(self._conn, tenant))
+            counts["vectors"] = held + stale
+            return counts
+
+        return await self._run(work)
+
+    async def scrub(self, tenant: str) -> bool:
+        """See ``Store.scrub``. Rows are zeroed on delete (``secure_delete``); FTS5 keeps a
+        deleted chunk's terms in older index segments until they are merged, so the keyword
+        index is merged whole ("optimize"), then the WAL, which still holds the pages as they
+        were, is checkpointed and truncated. False when a reader kept the WAL from being reset."""
+
+        def work() -> bool:
+            self._write(
+                lambda c: c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+            )
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
+
+        return await self._run(work)
+
     # -- metadata ------------------------------------------------------------------------------
     async def get_meta(self, tenant: str, key: str) -> str | None:
         """See ``Store.get_meta``."""
