@@ -313,3 +313,8 @@ def test_cli_search_reaches_telemetry(demo_stack: DemoStack) -> None:
     done = demo_stack.memex("search", "allotment plot", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["turn_id"]  # written by the orchestrator's telemetry
+    explained = demo_stack.memex("search", "allotment plot", "--explain")
+    assert explained.returncode == 0, explained.stderr
+    # Each hit's provenance survives the orchestrator: channel ranks and the score arithmetic.
+    assert "channels: " in explained.stdout and "vector #" in explained.stdout
+    assert "x recency" in explained.stdout and "x salience" in explained.stdout

@@ -10,16 +10,12 @@ import grpc
 import pytest
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.servicer import OrchestratorServicer, chat_error_code
+from memex.orchestrator.servicer import chat_error_code
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared import errors
 from memex.shared.grpc_errors import STATUS_BY_ERROR
-from memex.shared.interceptors import CallInterceptor
-from memex.shared.server import EngineSlot
 
-from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
+from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator, serving
 
 
 @pytest.fixture
@@ -31,20 +27,8 @@ async def stub(tmp_path: Path) -> AsyncIterator[Any]:
         'chunks = 15\nchannels = ["vector", "observations"]\nsystem_prompt = "Dates first."\n'
     )
     orchestrator = make_orchestrator(tmp_path, ScriptedReasoner({}), FakeMemory(NOTES))
-    slot: EngineSlot[Orchestrator] = EngineSlot("orchestrator")
-    slot.set(orchestrator)
-    server = grpc.aio.server(interceptors=[CallInterceptor()])
-    orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(
-        OrchestratorServicer(slot), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
-    finally:
-        await server.stop(None)
-        orchestrator.store.close()
+    async with serving(orchestrator) as stub:
+        yield stub
 
 
 async def test_list_personas_has_the_built_ins_and_the_users_own(stub: Any) -> None:

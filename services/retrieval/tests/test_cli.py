@@ -15,8 +15,14 @@ from memex.retrieval.server import build
 from memex.shared.testing import serving
 
 
-async def _memex(port: int, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "MEMEX_RETRIEVAL_PORT": str(port)}
+async def _memex(port: int, *args: str, orchestrator_port: int = 1) -> tuple[int, str, str]:
+    # Port 1 never answers: a search (through the orchestrator) finds no stack, even where a
+    # person's own memex is running on the default ports.
+    env = {
+        **os.environ,
+        "MEMEX_RETRIEVAL_PORT": str(port),
+        "MEMEX_ORCHESTRATOR_PORT": str(orchestrator_port),
+    }
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -30,8 +36,9 @@ async def _memex(port: int, *args: str) -> tuple[int, str, str]:
     return int(proc.returncode or 0), out.decode(), err.decode()
 
 
+# Searches go through the orchestrator: tests/e2e/test_read_policy.py runs them on a real stack.
 @pytest.mark.slow
-async def test_index_then_search_explain(
+async def test_index_and_its_errors(
     retrieval_settings: RetrievalSettings, vault: Path, tmp_path: Path
 ) -> None:
     async with serving(build(retrieval_settings)) as running:
@@ -45,22 +52,12 @@ async def test_index_then_search_explain(
         assert code == 0
         assert "0 added, 0 updated, 0 removed, 5 unchanged" in out
 
-        code, out, _ = await _memex(running.port, "search", "grilled sardines", "--explain")
-        assert code == 0
-        assert "[[2024-03-02]]" in out
-        assert "channels: vector #" in out
-        assert "x recency" in out
-        assert "x salience" in out
-
         code, _, err = await _memex(running.port, "index", str(tmp_path / "nope"))
         assert code == 2
         assert "does not exist" in err
-        code, _, err = await _memex(running.port, "search", "x", "--since", "last week")
-        assert code == 2
-        assert "YYYY-MM-DD" in err
 
 
 async def test_search_without_a_service_says_how_to_start_it(tmp_path: Path) -> None:
-    code, _, err = await _memex(1, "search", "anything")
+    code, _, err = await _memex(12345, "search", "anything")
     assert code == 3
     assert "memex up" in err
