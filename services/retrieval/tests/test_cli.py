@@ -15,13 +15,13 @@ from memex.retrieval.server import build
 from memex.shared.testing import serving
 
 
-async def _memex(port: int, *args: str, orchestrator_port: int = 1) -> tuple[int, str, str]:
+async def _memex(port: int, *args: str) -> tuple[int, str, str]:
     # Port 1 never answers: a search (through the orchestrator) finds no stack, even where a
     # person's own memex is running on the default ports.
     env = {
         **os.environ,
         "MEMEX_RETRIEVAL_PORT": str(port),
-        "MEMEX_ORCHESTRATOR_PORT": str(orchestrator_port),
+        "MEMEX_ORCHESTRATOR_PORT": "1",
     }
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
