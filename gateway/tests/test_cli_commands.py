@@ -109,8 +109,10 @@ class Orchestrator(Reads):
     def __init__(self) -> None:
         super().__init__()
         self.chats: list[Any] = []
+        self.asks: list[Any] = []
 
     async def Ask(self, request: Any, context: Any) -> opb.AskResponse:
+        self.asks.append(request)
         if request.limit < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
         return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
@@ -275,6 +277,18 @@ async def test_ask_renders_support_labels(stack: Any) -> None:
     assert code == 2 and "limit" in err
     code, _, _ = await memex(env, "ask", "   ")
     assert code == 2
+
+
+async def test_ask_and_chat_use_sensitive_notes_only_when_told_as_reads_do(stack: Any) -> None:
+    env, _, orchestrator = stack
+    assert (await memex(env, "ask", "q", "--json"))[0] == 0
+    assert (await memex(env, "chat", "hi", "--json"))[0] == 0
+    assert not orchestrator.asks[-1].include_sensitive
+    assert not orchestrator.chats[-1].include_sensitive
+    assert (await memex(env, "ask", "q", "--json", "--include-sensitive"))[0] == 0
+    assert (await memex(env, "chat", "--include-sensitive", stdin="one\ntwo\n"))[0] == 0
+    assert orchestrator.asks[-1].include_sensitive
+    assert [c.include_sensitive for c in orchestrator.chats[-2:]] == [True, True]
 
 
 async def test_chat_session_streams_and_keeps_the_conversation(stack: Any) -> None:

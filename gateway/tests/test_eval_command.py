@@ -234,11 +234,15 @@ async def test_replay_asks_logged_questions_again_and_shows_the_changes(stack: A
         ("What does the allotment cost?", "coach", "t"),
         ("What is my blood type?", "analyst", "t"),
     ]
+    assert not any(a.include_sensitive for a in asked)  # as `memex ask`: only when told
     assert out.startswith("2 logged asks replayed: 1 changed (1 answer text, 1 abstention flipped")
     assert "[turn-new]" not in out  # whitespace-only difference: unchanged
     assert "[turn-old] What is my blood type?  (analyst)" in out
     assert "answered → abstained" in out and "cited no longer: [[GP Appointment]]" in out
-    code, out, _ = await memex(env, "eval", "--replay", "--limit", "1", "--json")
+    code, out, _ = await memex(
+        env, "eval", "--replay", "--limit", "1", "--json", "--include-sensitive"
+    )
+    assert orchestrator.asked[-1].include_sensitive
     assert code == 0
     report = json.loads(out)
     assert (report["replayed"], report["changed"]) == (1, 0)

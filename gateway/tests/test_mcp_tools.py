@@ -171,8 +171,10 @@ async def test_search_sends_every_filter_and_keeps_provenance(stack: Any) -> Non
 
 
 async def test_sensitive_reads_need_the_setting(stack: Any) -> None:
+    """Reads, and asks: an answer drawn from sensitive notes is a read of them (issue 11)."""
     settings, fake = stack
     calls: list[tuple[str, dict[str, Any]]] = [
+        ("ask", {"question": "x", "include_sensitive": True}),
         ("search", {"query": "x", "include_sensitive": True}),
         ("query_records", {"collection": "events", "include_sensitive": True}),
         ("person_timeline", {"person": "chi", "include_sensitive": True}),
@@ -281,3 +283,11 @@ async def test_a_long_ask_reports_progress(stack: Any) -> None:
     assert len(seen) >= 3
     assert [v for v, _ in seen] == sorted(v for v, _ in seen)
     assert all(m and m.startswith("thinking") for _, m in seen)
+
+
+async def test_an_ask_withholds_sensitive_notes_by_default(stack: Any) -> None:
+    settings, fake = stack
+    allowed = McpSettings(allow_sensitive=True)  # even allowed, only a call that asks gets them
+    async with Client(build_server(settings, mcp_settings=allowed)) as mcp:
+        data(await mcp.call_tool("ask", {"question": "x"}))
+    assert isinstance(fake.seen[-1], opb.AskRequest) and fake.seen[-1].include_sensitive is False

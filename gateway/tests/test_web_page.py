@@ -120,11 +120,18 @@ class Api:
         self.turn_states = ["pending", "thinking", "answered"]
         self.personas_status = 200
         self.note_requests: list[Request] = []
+        self.refuse_sensitive = False  # answer include_sensitive as a key without the grant
 
     def handle(self, route: Route) -> None:
         request = route.request
         path = urlsplit(request.url).path
         self.requests.append((request.method, path, request.headers, request.post_data))
+        asked = json.loads(request.post_data or "{}").get("include_sensitive", False)
+        if self.refuse_sensitive and asked and path in ("/v1/chat", "/v1/turns"):
+            message = "this API key may not read sensitive items; make a key that may with ..."
+            error = {"error": {"code": "PERMISSION_DENIED", "message": message}}
+            route.fulfill(status=403, json=error)
+            return
         if path == "/" or path.startswith(("/static/", "/notes/")):
             # The gateway serves the page itself at / and at /notes/{id}.
             name = path.removeprefix("/static/") if path.startswith("/static/") else "index.html"
@@ -282,6 +289,32 @@ def test_the_api_key_is_sent_as_a_bearer_token(page: Page, api: Api) -> None:
     assert chat[0]["authorization"] == "Bearer mx-secret"
 
 
+def test_the_owners_page_asks_for_sensitive_notes_and_copes_with_a_key_that_may_not(
+    page: Page, api: Api
+) -> None:
+    """Issue 11: answers use sensitive notes only when asked; the page is the owner's own, so it
+    asks. With a key lacking the grant (a 403), it asks again without, once, and remembers."""
+    done = ("done", {"message_id": "m", "latency_ms": 1, "chunks_considered": 0})
+    api.chat_body = sse(done)
+    ask(page, "Hi")
+    expect(page.locator(".message.assistant")).to_have_attribute("data-state", "done")
+    api.refuse_sensitive = True
+    ask(page, "Again")
+    expect(page.locator(".message.assistant").nth(1)).to_have_attribute("data-state", "done")
+    ask(page, "Once more")
+    expect(page.locator(".message.assistant").nth(2)).to_have_attribute("data-state", "done")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    sent = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"]
+    # asked and allowed; asked, refused, asked again without; not asked again for this key
+    assert [b.get("include_sensitive", False) for b in sent] == [True, True, False, False]
+
+    page.get_by_role("radio", name="Queue").check()
+    ask(page, "Queued?")
+    expect(page.locator(".message.user").last).to_have_attribute("data-state", "answered")
+    [turn] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/turns"]
+    assert "include_sensitive" not in turn  # this key was refused already
+
+
 def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> None:
     api.turn_states = ["pending", "limited", "thinking", "answered"]  # a 429 is waited out
     page.get_by_role("radio", name="Queue").check()
@@ -294,6 +327,8 @@ def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> N
     expect(reply.locator(".support")).to_have_text("verbatim")
     polled = [p for m, p, _, _ in api.requests if p == "/v1/turns/t1"]
     assert len(polled) == 4
+    [queued] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/turns"]
+    assert queued["include_sensitive"] is True  # the owner's page asks (issue 11)
     expect(page.get_by_role("alert")).to_have_count(0)
     expect(page.locator("#threads li")).to_have_count(1)
 

@@ -1,8 +1,9 @@
 """The read policy (issue 11) on the real stack, through every surface: HTTP, MCP (the official
 SDK's stdio client spawning `memex mcp`) and the CLI (a subprocess). For every read tool, no
 sensitive text comes back unless the call asks AND the surface allows it, and every filter
-changes the result as documented. One stack (the demo vault, which has sensitive notes such as
-[[Therapy Notes]]) serves the whole module."""
+changes the result as documented. Answers are reads too: an ask that did not ask for sensitive
+notes neither cites nor quotes them, and says how many it withheld. One stack (the demo vault,
+which has sensitive notes such as [[Therapy Notes]]) serves the whole module."""
 
 from __future__ import annotations
 
@@ -318,3 +319,47 @@ def test_cli_search_reaches_telemetry(demo_stack: DemoStack) -> None:
     # Each hit's provenance survives the orchestrator: channel ranks and the score arithmetic.
     assert "channels: " in explained.stdout and "vector #" in explained.stdout
     assert "x recency" in explained.stdout and "x salience" in explained.stdout
+
+
+# Asked about [[Therapy Notes]]' content; its distinctive phrases below are not in the question,
+# so an answer holding one could only have it from the note.
+THERAPY_QUESTION = "What did Ruth and I talk about in my counselling sessions?"
+THERAPY_PHRASES = [
+    "phone lives in the kitchen",
+    "money shame",
+    "Worry appointments",
+    "£60 a session",
+]
+
+
+def assert_withheld(answer: dict[str, Any]) -> None:
+    """An answer that used no sensitive note: none cited or quoted, and the count reported."""
+    text = json.dumps(answer, ensure_ascii=False)
+    assert "[[Therapy Notes]]" not in text, answer
+    assert not [p for p in THERAPY_PHRASES if p.casefold() in text.casefold()], answer
+    assert not leaks(answer), answer
+    assert answer["withheld"] > 0, answer
+    assert "withheld from this answer" in answer["answer"], answer
+
+
+def test_answers_withhold_sensitive_notes_unless_asked(
+    demo_stack: DemoStack, readers: dict[str, Reader]
+) -> None:
+    """One HTTP ask (keyless loopback, not asking) and one MCP ask (the default setting), both
+    with the tiny local model, which B3 alone would let see the note."""
+    http = httpx.post(
+        f"{demo_stack.gateway_url}/v1/ask", json={"question": THERAPY_QUESTION}, timeout=300
+    )
+    assert http.status_code == 200, http.text
+    assert_withheld(http.json())
+    mcp = readers["mcp"]
+    assert isinstance(mcp, Mcp)
+    result = mcp.portal.call(mcp.session.call_tool, "ask", {"question": THERAPY_QUESTION})
+    assert not result.is_error, result.content
+    assert_withheld(result.structured_content)
+    # Asking for them without the setting is refused before any model call, saying how.
+    refused = mcp.portal.call(
+        mcp.session.call_tool, "ask", {"question": THERAPY_QUESTION, "include_sensitive": True}
+    )
+    assert refused.is_error
+    assert "MEMEX_MCP_ALLOW_SENSITIVE" in " ".join(getattr(c, "text", "") for c in refused.content)

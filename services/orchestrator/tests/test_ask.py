@@ -33,7 +33,7 @@ async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
 ) -> None:
     model = reasoner()
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
-    result = await o.asker.ask("me", "What did we agree about the deposit?")
+    result = await o.asker.ask("me", "What did we agree about the deposit?", include_sensitive=True)
 
     assert len(model.calls) == 1
     [row] = o.store.query("SELECT purpose FROM llm_log")
@@ -108,7 +108,7 @@ async def test_plan_steps_that_find_nothing_fall_back_to_the_question(tmp_path: 
     plan = {"steps": [{"tool": "query_records", "collection": "events"}]}
     memory = FakeMemory(NOTES)
     o = make_orchestrator(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
-    result = await o.asker.ask("me", "What did we agree about the deposit?")
+    result = await o.asker.ask("me", "What did we agree about the deposit?", include_sensitive=True)
     assert [s.query for s in memory.searches] == ["What did we agree about the deposit?"]
     assert "fallback_search" in result.stages
     assert result.answer != EMPTY_MEMORY_ANSWER and not result.abstained
@@ -140,14 +140,50 @@ async def test_a_local_reasoner_sees_sensitive_items_unless_the_setting_says_no(
 ) -> None:
     model = reasoner()
     result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
-        "me", "how am I?"
+        "me", "how am I?", include_sensitive=True
     )
     assert "panic" in model.calls[0].messages[-1].content and result.withheld == 0
 
     model = reasoner()
     o = make_orchestrator(tmp_path / "b", model, FakeMemory(NOTES), local_sees_sensitive=False)
-    result = await o.asker.ask("me", "how am I?")
+    result = await o.asker.ask("me", "how am I?", include_sensitive=True)  # asked, yet the setting
     assert "panic" not in model.calls[0].messages[-1].content and result.withheld == 1
+
+
+async def test_an_ask_that_did_not_ask_for_sensitive_notes_withholds_them_from_a_local_model(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: an answer is a read. Its text and quotes go to whoever called (perhaps a cloud
+    model over MCP), so a sensitive note reaches even a local model only when asked for."""
+    model = reasoner(["The deposit is £800 [1]. You talked through the panic attacks [3]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "What did I talk about, and what is the deposit?")
+    prompt = " ".join(m.content for c in model.calls for m in c.messages)
+    assert "panic" not in prompt and "Therapy" not in prompt  # the model never saw it
+    assert "£800" in prompt
+    assert result.withheld == 1
+    assert result.answer.endswith("\n\n_(1 sensitive source withheld from this answer.)_")
+    assert all(c.episode_id != "ep-therapy" for c in result.citations)
+    assert "[[Therapy]]" not in result.answer
+
+    model = reasoner(["You talked through the panic attacks [3]."])
+    o = make_orchestrator(tmp_path / "b", model, FakeMemory(NOTES))
+    asked = await o.asker.ask("me", "What did I talk about?", include_sensitive=True)
+    assert "panic" in model.calls[0].messages[-1].content and asked.withheld == 0
+    assert [c.episode_id for c in asked.citations] == ["ep-therapy"]
+
+
+async def test_an_ask_finding_only_sensitive_notes_says_they_were_withheld(tmp_path: Path) -> None:
+    model = reasoner()
+    therapy = [n for n in NOTES if n.sensitive]
+    result = await make_orchestrator(tmp_path, model, FakeMemory(therapy)).asker.ask(
+        "me", "What did I talk about?"
+    )
+    assert model.calls == [] and result.abstained and result.abstain_reason == "withheld"
+    assert result.answer == (
+        "Only sensitive notes match this question, and they were withheld.\n\n"
+        "_(1 sensitive source withheld from this answer.)_"
+    )
 
 
 async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
@@ -173,7 +209,7 @@ async def test_answers_that_do_not_rest_on_a_source_abstain_and_say_so(
 ) -> None:
     model = reasoner(reply)
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
-    result = await o.asker.ask("me", "the deposit?")
+    result = await o.asker.ask("me", "the deposit?", include_sensitive=True)
     assert result.abstained and result.citations == [] and result.abstain_reason == reason
     assert result.answer.startswith("I could not ground an answer to this in your notes")
     assert "The closest notes were [[Flat lease]], [[Boiler]], [[Therapy]]." in result.answer
@@ -202,7 +238,7 @@ async def test_an_answer_that_forgot_its_numbers_is_attributed_when_a_source_hol
 
 async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path) -> None:
     o = make_orchestrator(tmp_path, reasoner(), FakeMemory(NOTES))
-    result = await o.asker.ask("me", "the deposit?")
+    result = await o.asker.ask("me", "the deposit?", include_sensitive=True)
     rows = o.store.query(
         "SELECT item_id, final_rank, cited FROM telemetry_retrievals WHERE turn_id = ? "
         "ORDER BY final_rank",
@@ -227,7 +263,7 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
     events = [
         e
         async for e in make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.stream(
-            "me", "the deposit?"
+            "me", "the deposit?", include_sensitive=True
         )
     ]
     assert isinstance(events[0], Started)
@@ -244,7 +280,9 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
 async def test_a_model_that_loops_is_stopped_at_the_first_repeat(tmp_path: Path) -> None:
     loop = ["The deposit is £800 [1]. ", "Dana is the landlord [4]. "] * 20
     model = reasoner(loop)
-    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask("me", "deposit?")
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "deposit?", include_sensitive=True
+    )
     assert (
         result.answer == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
     )

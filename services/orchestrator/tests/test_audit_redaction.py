@@ -27,7 +27,9 @@ async def test_a_local_model_sees_a_sensitive_note_but_the_log_keeps_only_its_ep
 ) -> None:
     model = ScriptedReasoner({ANSWER: SENSITIVE_REPLY})
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
-    result = await o.asker.ask("me", "What did I talk about, and what is the deposit?")
+    result = await o.asker.ask(
+        "me", "What did I talk about, and what is the deposit?", include_sensitive=True
+    )
     assert "panic" in model.calls[0].messages[-1].content  # the local model saw it (B3)
     assert result.withheld == 0
 
@@ -47,10 +49,15 @@ async def test_a_chat_logs_neither_the_sensitive_note_nor_a_reply_that_repeats_i
 ) -> None:
     model = ScriptedReasoner({CHAT: SENSITIVE_REPLY})
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
-    first = [e async for e in o.chatter.chat("me", "", "How am I doing?")]
+    first = [e async for e in o.chatter.chat("me", "", "How am I doing?", include_sensitive=True)]
     assert isinstance(first[0], Meta)
     # The stored reply repeats the note; the next turn's prompt carries it in the history.
-    _ = [e async for e in o.chatter.chat("me", first[0].conversation_id, "And the deposit?")]
+    _ = [
+        e
+        async for e in o.chatter.chat(
+            "me", first[0].conversation_id, "And the deposit?", include_sensitive=True
+        )
+    ]
     assert "panic" in model.calls[1].messages[-2].content  # history, as the model saw it
 
     rows = o.store.query("SELECT * FROM llm_log ORDER BY created_at")

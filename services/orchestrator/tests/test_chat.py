@@ -25,9 +25,21 @@ REPLY = [
 
 
 async def collect(
-    chatter: Chatter, conversation: str, message: str, persona: str = ""
+    chatter: Chatter,
+    conversation: str,
+    message: str,
+    persona: str = "",
+    *,
+    include_sensitive: bool = True,
 ) -> list[ChatEvent]:
-    return [event async for event in chatter.chat("me", conversation, message, persona)]
+    """Every event of one chat; by default as the owner asks, sensitive notes included (these
+    tests are about chat's shape; the tests below about withholding say otherwise)."""
+    return [
+        event
+        async for event in chatter.chat(
+            "me", conversation, message, persona, include_sensitive=include_sensitive
+        )
+    ]
 
 
 async def test_a_chat_streams_meta_deltas_citations_done_and_is_stored(tmp_path: Path) -> None:
@@ -95,6 +107,27 @@ async def test_sensitive_items_are_withheld_from_a_remote_model_with_the_note(
     text = "".join(e.text for e in events if isinstance(e, Delta))
     assert text.endswith("_(1 sensitive source withheld from the cloud answer.)_")
     assert next(e for e in events if isinstance(e, Citations)).withheld == 1
+
+
+async def test_a_chat_that_did_not_ask_for_sensitive_notes_withholds_them_from_a_local_model(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: the reply and its citations go to the caller, so sensitive notes are withheld
+    unless the request asked for them, whatever the reasoner may see."""
+    model = ScriptedReasoner({CHAT: ["You talked through it [3]. The deposit is £800 [1]."]})
+    events = await collect(
+        make_orchestrator(tmp_path, model, FakeMemory(NOTES)).chatter,
+        "",
+        "how am I?",
+        include_sensitive=False,
+    )
+    prompt = " ".join(m.content for m in model.calls[0].messages)
+    assert "panic" not in prompt and "Therapy" not in prompt
+    text = "".join(e.text for e in events if isinstance(e, Delta))
+    assert text.endswith("_(1 sensitive source withheld from this answer.)_")
+    citations = next(e for e in events if isinstance(e, Citations))
+    assert citations.withheld == 1
+    assert all(c.episode_id != "ep-therapy" for c in citations.citations)
 
 
 async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: Path) -> None:

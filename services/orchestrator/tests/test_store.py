@@ -161,3 +161,29 @@ def test_unknown_threads_are_not_found(store: OrchestratorStore) -> None:
         store.create_turn("me", "nope", "hi", "")
     with pytest.raises(NotFound):
         store.list_turns("me", "nope")
+
+
+def test_a_database_from_before_migration_4_is_migrated_and_its_turns_withhold(
+    tmp_path: Path,
+) -> None:
+    """Turns queued before include_sensitive was stored read False: the safe reading."""
+    path = tmp_path / "state.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        for number, body in _migrations():
+            if number < 4:
+                db.executescript(body)
+                db.execute(f"PRAGMA user_version = {number}")
+        db.execute("INSERT INTO threads VALUES ('h1', 'me', 'old', '2026-01-01')")
+        db.execute(
+            "INSERT INTO turns (id, thread_id, role, text, state, seq, created_at) "
+            "VALUES ('t1', 'h1', 'user', 'old?', 'pending', 1, '2026-01-01')"
+        )
+        db.commit()
+    store = OrchestratorStore(path)
+    assert store.query("PRAGMA user_version")[0][0] == _migrations()[-1][0] >= 4
+    old = store.get_turn("me", "t1")
+    assert (old.text, old.include_sensitive) == ("old?", False)
+    assert store.create_turn("me", "h1", "new?", "", include_sensitive=True).include_sensitive
+    claimed = store.claim_next("w1", 60)
+    assert claimed is not None and (claimed.id, claimed.include_sensitive) == ("t1", False)
+    store.close()

@@ -46,8 +46,8 @@ async def test_pending_turns_are_answered_in_order_with_thread_context(tmp_path:
         {PLAN: ['{"steps": [{"tool": "search_vault", "query": "deposit"}]}'], ANSWER: [REPLY]}
     )
     o = orchestrator(tmp_path, model)
-    first = await o.create_turn("me", "", "How much was the deposit?")
-    await o.create_turn("me", first.thread_id, "When is it returned?")
+    first = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
+    await o.create_turn("me", first.thread_id, "When is it returned?", include_sensitive=True)
     await run_until(ChatWorker(o, o.settings), 2)
 
     turns = o.store.list_turns("me", first.thread_id)
@@ -67,6 +67,25 @@ async def test_pending_turns_are_answered_in_order_with_thread_context(tmp_path:
     assert second.endswith("Now: When is it returned?")
 
 
+async def test_a_queued_turn_withholds_sensitive_notes_unless_its_request_asked(
+    tmp_path: Path,
+) -> None:
+    """The flag is stored with the turn (the worker answers later) and the worker honours it."""
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model)
+    plain = await o.create_turn("me", "", "How much was the deposit?")
+    asked = await o.create_turn("me", "", "How am I?", include_sensitive=True)
+    assert (plain.include_sensitive, asked.include_sensitive) == (False, True)
+    await run_until(ChatWorker(o, o.settings), 2)
+
+    first, second = (c.messages[-1].content for c in model.calls)
+    assert "panic" not in first and "panic" in second
+    [_, plain_reply] = o.store.list_turns("me", plain.thread_id)
+    assert plain_reply.text.endswith("_(1 sensitive source withheld from this answer.)_")
+    [_, asked_reply] = o.store.list_turns("me", asked.thread_id)
+    assert "withheld" not in asked_reply.text
+
+
 async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Path) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
     o = orchestrator(tmp_path, model)
@@ -77,12 +96,19 @@ async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Pat
     calls = {"n": 0}
 
     async def flaky(
-        tenant: str, question: str, persona_name: str = "", limit: int = 0
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
     ) -> AskResult:
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("reasoner exploded " + "x" * 1000)
-        return await original(tenant, question, persona_name, limit)
+        return await original(
+            tenant, question, persona_name, limit, include_sensitive=include_sensitive
+        )
 
     o.asker.ask = flaky  # type: ignore[method-assign]
     await run_until(ChatWorker(o, o.settings), 1)
@@ -100,7 +126,7 @@ async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_on
 ) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
     o = orchestrator(tmp_path, model)
-    turn = await o.create_turn("me", "", "How much was the deposit?")
+    turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     claimed = o.store.claim_next("w1", 3600)  # as if w1 died mid-answer (kill -9)
     assert claimed is not None
     await run_until(ChatWorker(o, o.settings), 1)
@@ -125,7 +151,7 @@ async def test_the_worker_process_reports_serving_while_its_loop_runs_and_counts
     served = WorkerService(settings, opened)
     async with serving(served.service) as running:
         assert await check(f"127.0.0.1:{running.port}") == "SERVING"
-        turn = await o.create_turn("me", "", "How much was the deposit?")
+        turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
         for _ in range(200):
             if o.store.get_turn("me", turn.id).state == "answered":
                 break
@@ -183,10 +209,17 @@ def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_pa
 async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(tmp_path: Path) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
     o = orchestrator(tmp_path, model)
-    turn = await o.create_turn("me", "", "How much was the deposit?")
+    turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     thinking = asyncio.Event()
 
-    async def slow(tenant: str, question: str, persona_name: str = "", limit: int = 0) -> AskResult:
+    async def slow(
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
+    ) -> AskResult:
         thinking.set()
         await asyncio.sleep(3600)
         raise AssertionError("never reached")

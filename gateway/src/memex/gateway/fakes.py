@@ -215,6 +215,8 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         self.threads: dict[str, pb.Thread] = {}
         self.turns: dict[str, pb.Turn] = {}
         self.chat_requests: list[pb.ChatRequest] = []
+        self.ask_requests: list[pb.AskRequest] = []  # Ask's and AskStream's
+        self.turn_requests: list[pb.CreateTurnRequest] = []
         self.request_ids: list[str] = []
         self.cancelled = threading.Event()
         self.ask_cancelled = threading.Event()
@@ -231,6 +233,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
     async def _ask_magic(self, request: pb.AskRequest, context: Context) -> None:
         """What Ask and AskStream do before their first word."""
         self._note_request_id(context)
+        self.ask_requests.append(request)
         if request.question.startswith("status:"):
             await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
         if request.question == "slow":
@@ -371,6 +374,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
     async def CreateTurn(
         self, request: pb.CreateTurnRequest, context: Context
     ) -> pb.CreateTurnResponse:
+        self.turn_requests.append(request)
         thread_id = request.thread_id
         if thread_id and thread_id not in self.threads:
             raise NotFound(f"no thread {thread_id!r}")

@@ -78,6 +78,11 @@ class AskRequest(Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     persona: str = Field("", max_length=64, description="Empty: analyst.")
     limit: Int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
+    include_sensitive: bool = Field(
+        False,
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
     stream: bool = Field(
         False,
         description="true: server-sent events (started, delta..., result) instead of one JSON "
@@ -101,7 +106,10 @@ class AskResponse(BaseModel):
     stages: list[str] = Field(description='Stages that ran, e.g. ["plan", "retrieve", ...].')
     reframed_question: str
     opinion: str = Field(description="An opinion the model offered, apart from the answer.")
-    withheld: int = Field(description="Sensitive items held back from a remote reasoner.")
+    withheld: int = Field(
+        description="Sensitive items held back from the model: the request did not set "
+        "include_sensitive, or the reasoner is remote."
+    )
     model: str
     latency_ms: float
     turn_id: str
@@ -121,6 +129,11 @@ class ChatRequest(Strict):
     message: str = Field(min_length=1, max_length=MAX_TEXT)
     conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")
     persona: str = Field("", max_length=64, description="Empty: friend.")
+    include_sensitive: bool = Field(
+        False,
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
 
 
 class ChatMeta(BaseModel):
@@ -275,6 +288,11 @@ class Thread(BaseModel):
 class TurnCreate(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT)
     thread_id: str = Field("", max_length=128, description="Empty: a new thread.")
+    include_sensitive: bool = Field(
+        False,
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
 
 
 class TurnResponse(BaseModel):
@@ -358,6 +376,11 @@ class MemexOptions(Strict):
         "", max_length=128, description="Continue this memex conversation (its stored history)."
     )
     persona: str = Field("", max_length=64, description="Empty: friend.")
+    include_sensitive: bool = Field(
+        False,
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
 
 
 class ChatCompletionRequest(BaseModel):

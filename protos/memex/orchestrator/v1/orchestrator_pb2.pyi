@@ -179,12 +179,18 @@ class AskRequest(_message.Message):
     QUESTION_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     question: _builtins.str
     persona: _builtins.str
     """Persona name; empty means the default for ask (analyst)."""
     limit: _builtins.int
     """Items sent to the synthesize hop; 0 means the default (8)."""
+    include_sensitive: _builtins.bool
+    """Let the model see sensitive notes (issue 11, the read policy applied to answers). False:
+    they are withheld from the model, counted in `withheld` and named in the answer's note, so no
+    answer text or citation can carry them. Which callers may set it is the surface's call.
+    """
     def __init__(
         self,
         *,
@@ -192,10 +198,11 @@ class AskRequest(_message.Message):
         question: _builtins.str = ...,
         persona: _builtins.str = ...,
         limit: _builtins.int = ...,
+        include_sensitive: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "persona", b"persona", "question", b"question", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "limit", b"limit", "persona", b"persona", "question", b"question", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -352,12 +359,15 @@ class ChatRequest(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     conversation_id: _builtins.str
     """Empty starts a new conversation."""
     message: _builtins.str
     persona: _builtins.str
     """Empty means the default for chat (friend)."""
+    include_sensitive: _builtins.bool
+    """As AskRequest.include_sensitive: sensitive notes are withheld from the reply unless true."""
     def __init__(
         self,
         *,
@@ -365,10 +375,11 @@ class ChatRequest(_message.Message):
         conversation_id: _builtins.str = ...,
         message: _builtins.str = ...,
         persona: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "message", b"message", "persona", b"persona", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "include_sensitive", b"include_sensitive", "message", b"message", "persona", b"persona", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -848,20 +859,24 @@ class CreateTurnRequest(_message.Message):
     TENANT_FIELD_NUMBER: _builtins.int
     THREAD_ID_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     thread_id: _builtins.str
     """Empty creates a new thread."""
     text: _builtins.str
+    include_sensitive: _builtins.bool
+    """As AskRequest.include_sensitive; stored with the turn, so the worker answers under it."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         thread_id: _builtins.str = ...,
         text: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant", b"tenant", "text", b"text", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "tenant", b"tenant", "text", b"text", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -119,7 +119,13 @@ def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     if not args.question.strip():
         print("error: ask a question, e.g. memex ask 'when did I move?'", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
-    request = pb.AskRequest(question=args.question, persona=args.persona, limit=args.limit)
+    # As the CLI's reads: sensitive notes only when the command says so (issue 11).
+    request = pb.AskRequest(
+        question=args.question,
+        persona=args.persona,
+        limit=args.limit,
+        include_sensitive=args.include_sensitive,
+    )
     live = sys.stdout.isatty() and not args.json
     spin = sys.stderr.isatty() and not args.json
     asked = run(settings, lambda stub: stream_ask(stub, request, live=live, spin=spin))
@@ -138,6 +144,8 @@ def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     if reply.citations:
         print("\nSources:\n" + render_citations(reply.citations))
     withheld = f", {reply.withheld} sensitive withheld" if reply.withheld else ""
+    if reply.withheld and not args.include_sensitive:
+        withheld += " (--include-sensitive to use them)"
     print(
         f"\n— {reply.persona}, {reply.model}, {reply.latency_ms / 1000:.1f}s"
         f"{', abstained' if reply.abstained else ''}{withheld}",

@@ -51,13 +51,27 @@ class Turn:
 
 
 async def chat_turn(
-    stub: Stub, conversation: str, message: str, persona: str, *, stream: bool, prefix: str = ""
+    stub: Stub,
+    conversation: str,
+    message: str,
+    persona: str,
+    *,
+    stream: bool,
+    prefix: str = "",
+    include_sensitive: bool = False,
 ) -> Turn:
-    """Sends one message; with ``stream``, prints the reply as it arrives, then its sources."""
+    """Sends one message; with ``stream``, prints the reply as it arrives, then its sources.
+    Sensitive notes are withheld from the reply unless ``include_sensitive`` (as the CLI's
+    reads: only when the command says ``--include-sensitive``)."""
     turn = Turn(conversation_id=conversation)
     spinner = Spinner("thinking", show=stream and sys.stderr.isatty())
     spinner.start()
-    request = pb.ChatRequest(conversation_id=conversation, message=message, persona=persona)
+    request = pb.ChatRequest(
+        conversation_id=conversation,
+        message=message,
+        persona=persona,
+        include_sensitive=include_sensitive,
+    )
     try:
         async for event in stub.Chat(request):
             kind = event.WhichOneof("event")
@@ -88,7 +102,8 @@ async def chat_turn(
         if turn.citations:
             print("Sources:\n" + render_citations(turn.citations))
         if turn.withheld:
-            print(f"({turn.withheld} sensitive items withheld from the model)")
+            hint = "" if include_sensitive else "; --include-sensitive to use them"
+            print(f"({turn.withheld} sensitive items withheld from the model{hint})")
     return turn
 
 
@@ -111,7 +126,14 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
             print(json.dumps(turn.as_json(), ensure_ascii=False), flush=True)
 
     async def one(stub: Stub) -> int:
-        turn = await chat_turn(stub, args.conversation, args.message, args.persona, stream=stream)
+        turn = await chat_turn(
+            stub,
+            args.conversation,
+            args.message,
+            args.persona,
+            stream=stream,
+            include_sensitive=args.include_sensitive,
+        )
         show(turn)
         if turn.conversation_id and not args.json:
             print(f"(continue with: memex chat --conversation {turn.conversation_id})",
@@ -140,7 +162,13 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
                 continue
             prefix = "memex> " if interactive else ""
             turn = await chat_turn(
-                stub, conversation, text, args.persona, stream=stream, prefix=prefix
+                stub,
+                conversation,
+                text,
+                args.persona,
+                stream=stream,
+                prefix=prefix,
+                include_sensitive=args.include_sensitive,
             )
             show(turn)
             if turn.error_code == "UNAVAILABLE":

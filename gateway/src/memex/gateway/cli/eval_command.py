@@ -68,6 +68,11 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--out", type=Path, default=None, help="also write a Markdown report here")
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help="let the answers use notes marked sensitive (as `memex ask`: left out unless asked)",
+    )
+    p.add_argument(
         "--replay",
         action="store_true",
         help="ask logged questions again (newest first) and show which answers changed",
@@ -172,7 +177,12 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
         return loaded
     questions = loaded[: args.limit] if args.limit else loaded
     requests = [
-        pb.AskRequest(tenant=args.tenant, question=q.question, persona=args.persona)
+        pb.AskRequest(
+            tenant=args.tenant,
+            question=q.question,
+            persona=args.persona,
+            include_sensitive=args.include_sensitive,
+        )
         for q in questions
     ]
     answered = rpc.call(
@@ -233,7 +243,12 @@ def replay(args: argparse.Namespace, settings: StackSettings) -> int:
             args.limit,
         )
         requests = [
-            pb.AskRequest(tenant=args.tenant, question=a.question, persona=a.persona)
+            pb.AskRequest(
+                tenant=args.tenant,
+                question=a.question,
+                persona=a.persona,
+                include_sensitive=args.include_sensitive,
+            )
             for a in chosen
         ]
         labels = [a.turn_id[:8] for a in chosen]

@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--persona", default="", help="analyst (default), coach, friend, skeptic, ...")
     ask.add_argument("--limit", type=int, default=0, help="items sent to the answer (default 8)")
     ask.add_argument("--json", action="store_true", help="the whole structured result as JSON")
+    ask.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help="let the answer use notes marked sensitive (as reads: left out unless asked)",
+    )
     ask.set_defaults(run=ask_commands.ask)
 
     chat = commands.add_parser("chat", help="chat with streamed, cited replies (a session)")
@@ -70,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--conversation", default="", help="continue this conversation id")
     chat.add_argument("--json", action="store_true", help="one JSON object per reply")
+    chat.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help="let the answer use notes marked sensitive (as reads: left out unless asked)",
+    )
     chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")

@@ -20,7 +20,9 @@ class AskResult(BaseModel):
     answer: str
     citations: list[Citation]
     abstained: bool = Field(description="true when memory did not hold enough to answer")
-    withheld: int = Field(description="sensitive items held back from a remote model")
+    withheld: int = Field(
+        description="sensitive notes held back from the answer (not asked for, or not allowed)"
+    )
     opinion: str = Field(description="an opinion offered, kept apart from the cited answer")
     persona: str
     model: str

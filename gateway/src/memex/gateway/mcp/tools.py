@@ -1,8 +1,9 @@
 """The MCP tools: typed inputs (the JSON schema a client sees) and cited, structured results.
 
-Every read goes through the orchestrator, which applies the read policy (issue 11). The MCP
-client is typically a cloud model, so it gets sensitive items only where the user allowed it
-(``MEMEX_MCP_ALLOW_SENSITIVE``) and the call asks.
+Every read goes through the orchestrator, which applies the read policy (issue 11); an ask's
+answer is a read too. The MCP client is typically a cloud model, so it gets sensitive items (or an
+answer drawn from them) only where the user allowed it (``MEMEX_MCP_ALLOW_SENSITIVE``) and the
+call asks.
 """
 
 from __future__ import annotations
@@ -77,11 +78,21 @@ class Tools:
         limit: Annotated[
             int, Field(ge=0, le=50, description="items the answer may draw on; 0 = default (8)")
         ] = 0,
+        include_sensitive: Sensitive = False,
     ) -> AskResult:
         """Answer a question from the user's personal memory (notes, records, beliefs), with
         citations. Each citation says how the source supports the claim: verbatim, paraphrase, or
-        inference ("reading between the lines"). `abstained` is true when memory holds no answer."""
-        request = orchestrator_pb2.AskRequest(question=question, persona=persona, limit=limit)
+        inference ("reading between the lines"). `abstained` is true when memory holds no answer.
+        Notes marked sensitive are withheld from the answer (counted in `withheld`) unless
+        include_sensitive is set and the user allowed it."""
+        # The answer's text and quotes come back to this client, typically a cloud model: the
+        # read rule applies, so the orchestrator withholds sensitive notes unless allowed.
+        request = orchestrator_pb2.AskRequest(
+            question=question,
+            persona=persona,
+            limit=limit,
+            include_sensitive=self._sensitive(include_sensitive),
+        )
         call = asyncio.ensure_future(self.stack.orchestrator(lambda stub: stub.Ask(request)))
         # An ask on a local CPU model takes a while: progress keeps a client that asked for it
         # informed (and, for many clients, keeps its request timeout from firing).

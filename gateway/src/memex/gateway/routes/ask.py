@@ -42,9 +42,15 @@ async def ask(
     body: models.AskRequest,
     request: Request,
 ) -> models.AskResponse | StreamResponse:
-    """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation."""
+    """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation.
+    Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403),
+    the rule of reads: the answer and its quotes go to the caller."""
     question = opb.AskRequest(
-        tenant=s.tenant, question=body.question, persona=body.persona, limit=body.limit
+        tenant=s.tenant,
+        question=body.question,
+        persona=body.persona,
+        limit=body.limit,
+        include_sensitive=sensitive_grant(request, body.include_sensitive),
     )
     if body.stream:
         streaming = c.orchestrator.AskStream(

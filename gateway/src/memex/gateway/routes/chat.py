@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from memex.gateway import metrics, models
 from memex.gateway.chat_stream import EventStream, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller
+from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -86,8 +86,10 @@ async def chat(
     c: ClientsDep,
     s: SettingsDep,
     body: models.ChatRequest,
+    request: Request,
 ) -> StreamResponse:
-    """Streams one reply in a conversation (a new one when conversation_id is empty)."""
+    """Streams one reply in a conversation (a new one when conversation_id is empty).
+    Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403)."""
     stream = await open_chat(
         c.orchestrator,
         opb.ChatRequest(
@@ -95,6 +97,7 @@ async def chat(
             conversation_id=body.conversation_id,
             message=body.message,
             persona=body.persona,
+            include_sensitive=sensitive_grant(request, body.include_sensitive),
         ),
         s.chat_timeout_seconds,
     )

@@ -17,6 +17,9 @@ Mapping (documented in docs/gateway.md):
   are what ``GET /v1/models`` lists (from the orchestrator's ListPersonas, so personas from the
   personas folder are models too). Any other ``model`` is a 404 naming the ones there are.
   ``memex.persona`` in the request, when set, picks the persona instead of ``model``.
+- ``memex.include_sensitive`` lets the reply use sensitive notes, under the read rule
+  (``security.sensitive_grant``: a key granted it, or loopback without a key; else 403); by
+  default they are withheld and counted in the extension's ``withheld``.
   Sampling fields (temperature, max_tokens, ...) are accepted and ignored.
 - Citations ride in the extension field ``memex`` {citations, withheld, conversation_id,
   message_id}: on the completion, and on the final chunk when streaming.
@@ -42,7 +45,7 @@ from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
 from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
 from memex.gateway.routes.personas import list_personas
-from memex.gateway.security import caller
+from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -257,6 +260,9 @@ async def chat_completions(
     history = history_of(body)
     continuations: Continuations = request.app.state.continuations
     explicit = body.memex.conversation_id if body.memex else ""
+    include_sensitive = sensitive_grant(
+        request, body.memex.include_sensitive if body.memex else False
+    )
     continued = "" if explicit else continuations.take(who, history[:-1])
     chat_request = opb.ChatRequest(
         tenant=s.tenant,
@@ -264,6 +270,7 @@ async def chat_completions(
         # A continued conversation's own stored history is the context: only the question goes.
         message=history[-1][1] if explicit or continued else chat_message(body),
         persona=persona,
+        include_sensitive=include_sensitive,
     )
     try:
         stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memex.gateway import convert, models
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller
+from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -19,10 +19,18 @@ async def create_turn(
     c: ClientsDep,
     s: SettingsDep,
     body: models.TurnCreate,
+    request: Request,
 ) -> models.TurnResponse:
-    """A pending user turn (in a new thread when thread_id is empty); poll it for the answer."""
+    """A pending user turn (in a new thread when thread_id is empty); poll it for the answer.
+    Its answer uses sensitive notes only with `include_sensitive` and a caller allowed them
+    (else 403, now: the grant is checked when the turn is queued and stored with it)."""
     reply = await c.orchestrator.CreateTurn(
-        opb.CreateTurnRequest(tenant=s.tenant, thread_id=body.thread_id, text=body.text)
+        opb.CreateTurnRequest(
+            tenant=s.tenant,
+            thread_id=body.thread_id,
+            text=body.text,
+            include_sensitive=sensitive_grant(request, body.include_sensitive),
+        )
     )
     return models.TurnResponse(turn=convert.turn(reply.turn))
 

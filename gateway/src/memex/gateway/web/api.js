@@ -16,6 +16,31 @@ export function apiKey() {
 export function setApiKey(key) {
   if (key) localStorage.setItem(KEY_STORAGE, key);
   else localStorage.removeItem(KEY_STORAGE);
+  sensitiveRefused = false; // a new key may hold the grant: ask again
+}
+
+// Answers follow the read rule (issue 11): they use sensitive notes only when the request sets
+// include_sensitive and the caller may. This page is the owner's own, so it asks. The gateway
+// allows it to a loopback caller without a key and to a key granted sensitive reads; with a key
+// that lacks the grant the answer is a 403, and the page asks again without, so it still works,
+// and the answer's note says how many sensitive notes were withheld. Remembered until the key
+// changes, so each later answer is asked for once.
+let sensitiveRefused = false;
+
+/**
+ * Calls `call(body)` asking for sensitive notes, unless this key was refused them; on that 403,
+ * once more without. Only the refusal before any answer is retried: nothing was answered yet.
+ */
+async function asOwner(call, body) {
+  if (!sensitiveRefused) {
+    try {
+      return await call({ ...body, include_sensitive: true });
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 403) throw err;
+      sensitiveRefused = true;
+    }
+  }
+  return call(body);
 }
 
 /** An error the gateway (or the network) reported, with the gateway's code when it gave one. */
@@ -82,6 +107,11 @@ export async function postJson(path, body) {
   return (await send("POST", path, body)).json();
 }
 
+/** POST a request for an answer (a queued turn) as the owner: see `asOwner`. */
+export async function postAnswer(path, body) {
+  return asOwner((b) => postJson(path, b), body);
+}
+
 /**
  * Splits an SSE byte stream into events: yields {event, data} with data parsed as JSON.
  * Comment lines (": ping") are skipped; fields may span several `data:` lines.
@@ -127,10 +157,10 @@ function parseBlock(block) {
 }
 
 /**
- * POST /v1/chat and yield its events. An error before the stream starts is thrown as ApiError;
- * one inside the stream arrives as an `error` event.
+ * POST /v1/chat (as the owner: see `asOwner`) and yield its events. An error before the stream
+ * starts is thrown as ApiError; one inside the stream arrives as an `error` event.
  */
 export async function* chat(body, signal) {
-  const response = await send("POST", "/v1/chat", body, signal);
+  const response = await asOwner((b) => send("POST", "/v1/chat", b, signal), body);
   yield* readEvents(response.body);
 }

@@ -1,7 +1,7 @@
 // The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, polled),
 // with the conversation and thread lists in the sidebar.
 
-import { ApiError, apiKey, chat, getJson, postJson, remove, setApiKey } from "./api.js";
+import { ApiError, apiKey, chat, getJson, postAnswer, remove, setApiKey } from "./api.js";
 import {
   el,
   liftWithheldNote,
@@ -167,7 +167,7 @@ async function queueTurn(text) {
   try {
     const request = { text };
     if (state.threadId) request.thread_id = state.threadId;
-    ({ turn } = await postJson("/v1/turns", request));
+    ({ turn } = await postAnswer("/v1/turns", request));
   } catch (err) {
     renderError(question, ...describe(err));
     return;

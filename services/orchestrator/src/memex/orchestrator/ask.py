@@ -112,11 +112,21 @@ class Asker:
         self._calls = PersonaCalls(reasoner, settings)  # reframe, plan, counter-evidence
 
     async def ask(
-        self, tenant: str, question: str, persona_name: str = "", limit: int = 0
+        self,
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
     ) -> AskResult:
-        """Answers ``question`` from memory with checked citations."""
+        """Answers ``question`` from memory with checked citations. Sensitive notes reach the
+        model only with ``include_sensitive`` (and a reasoner allowed them, ``Sensitivity``)."""
         result: AskResult | None = None
-        async with contextlib.aclosing(self.stream(tenant, question, persona_name, limit)) as run:
+        events = self.stream(
+            tenant, question, persona_name, limit, include_sensitive=include_sensitive
+        )
+        async with contextlib.aclosing(events) as run:
             async for event in run:
                 if isinstance(event, Finished):
                     result = event.result
@@ -125,12 +135,21 @@ class Asker:
         return result
 
     async def stream(
-        self, tenant: str, question: str, persona_name: str = "", limit: int = 0
+        self,
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
     ) -> AsyncGenerator[AskEvent, None]:
-        """The ask as events: Started, Draft..., Finished. Bad input raises before any event."""
+        """The ask as events: Started, Draft..., Finished. Bad input raises before any event.
+        ``include_sensitive``: as ``ask``."""
         started = time.perf_counter()
         try:
-            async for event in self._stream(tenant, question, persona_name, limit, started):
+            async for event in self._stream(
+                tenant, question, persona_name, limit, started, include_sensitive
+            ):
                 if isinstance(event, Draft) and not event.text.strip():
                     continue
                 if isinstance(event, Finished):
@@ -144,7 +163,13 @@ class Asker:
             raise
 
     async def _stream(
-        self, tenant: str, question: str, persona_name: str, limit: int, started: float
+        self,
+        tenant: str,
+        question: str,
+        persona_name: str,
+        limit: int,
+        started: float,
+        include_sensitive: bool,
     ) -> AsyncGenerator[AskEvent, None]:
         # check (before any event, so bad input is a plain error)
         question = _checked(question, limit)
@@ -172,14 +197,18 @@ class Asker:
                 fused = await p.retriever.search(tenant, persona, query)
                 stages.append("fallback_search")
         stages.append("retrieve")
-        shown, withheld = p.sensitivity.split(fused)
+        # Sensitive items are retrieved (so they can be counted) but withheld from the model
+        # unless the request asked for them and the reasoner may see them.
+        shown, withheld = p.sensitivity.split(fused, include_sensitive=include_sensitive)
         if "seek_counter_evidence" in persona.stages and shown:
             with timed("counter_evidence"):
                 counter_query = await self._calls.counter_query(query, persona)
                 if counter_query:
                     counter = await p.retriever.search(tenant, persona, counter_query)
                     fused = p.retriever.fuse([fused, counter])
-                    shown, withheld = p.sensitivity.split(fused)
+                    shown, withheld = p.sensitivity.split(
+                        fused, include_sensitive=include_sensitive
+                    )
             stages.append("seek_counter_evidence")
         # brief
         sources = p.briefer.sources(

@@ -86,9 +86,17 @@ class Chatter:
         self._conversations = conversations
 
     async def chat(
-        self, tenant: str, conversation_id: str, message: str, persona_name: str = ""
+        self,
+        tenant: str,
+        conversation_id: str,
+        message: str,
+        persona_name: str = "",
+        *,
+        include_sensitive: bool = False,
     ) -> AsyncGenerator[ChatEvent, None]:
-        """Streams a reply. Errors before the first event raise; later ones become an Error."""
+        """Streams a reply. Errors before the first event raise; later ones become an Error.
+        Sensitive notes reach the model only with ``include_sensitive`` (and a reasoner allowed
+        them, ``Sensitivity``); otherwise they are withheld and counted."""
         started = time.perf_counter()
         # check (before any event, so bad input is a plain error), then the conversation
         message = checked(
@@ -113,7 +121,7 @@ class Chatter:
             # retrieve
             with timed("chat_retrieve"):
                 fused = await p.retriever.search(tenant, persona, message)
-            shown, withheld = p.sensitivity.split(fused)
+            shown, withheld = p.sensitivity.split(fused, include_sensitive=include_sensitive)
             # brief: the sources, the rules, the history, the message
             sources = p.briefer.sources(
                 shown,

@@ -54,7 +54,12 @@ def checked(text: str, *, name: str, hint: str, max_chars: int) -> str:
 
 @dataclass(frozen=True)
 class Sensitivity:
-    """Which retrieved items the model may see (SPEC B3)."""
+    """Which retrieved items the model may see (SPEC B3, and issue 11's read policy).
+
+    Two rules, either of which withholds a sensitive item: the reasoner's (B3: a remote reasoner
+    never sees one, a local one only if so set) and the request's (an answer is a read: its text
+    and citations go to whoever called, perhaps a cloud model through MCP, so sensitive notes
+    reach the model only when the request set include_sensitive, which the surface allows)."""
 
     local: bool  # the reasoner runs on this machine
     local_sees_sensitive: bool  # the setting: a local reasoner may see sensitive items
@@ -64,14 +69,19 @@ class Sensitivity:
         """Sensitive items are withheld from remote reasoners, and from local ones if so set."""
         return not self.local or not self.local_sees_sensitive
 
-    def split(self, items: Sequence[ShownItem]) -> tuple[list[ShownItem], list[ShownItem]]:
-        """(items the model may see, items withheld)."""
-        if not self.hides_sensitive:
+    def split(
+        self, items: Sequence[ShownItem], *, include_sensitive: bool
+    ) -> tuple[list[ShownItem], list[ShownItem]]:
+        """(items the model may see, items withheld): sensitive ones are withheld when the
+        reasoner hides them or the request did not ask for them."""
+        if include_sensitive and not self.hides_sensitive:
             return list(items), []
         return [i for i in items if not i.sensitive], [i for i in items if i.sensitive]
 
     def withheld_note(self, count: int) -> str:
-        """The emphasized note appended when sensitive items were withheld (SPEC B3)."""
+        """The emphasized note appended when sensitive items were withheld (SPEC B3). A remote
+        reasoner's answer is "the cloud answer"; a local one withholds them from "this answer"
+        (the setting, or a request that did not ask for them)."""
         sources = "source" if count == 1 else "sources"
         where = "the cloud answer" if not self.local else "this answer"
         return f"_({count} sensitive {sources} withheld from {where}.)_"

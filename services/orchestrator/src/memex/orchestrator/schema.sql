@@ -103,3 +103,9 @@ ALTER TABLE telemetry_turns ADD COLUMN dropped_steps TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE telemetry_turns ADD COLUMN answer TEXT NOT NULL DEFAULT '';
 ALTER TABLE telemetry_turns ADD COLUMN cited_refs TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX telemetry_turns_by_kind ON telemetry_turns (tenant, kind, created_at DESC);
+
+-- migration 4
+-- Issue 11: a queued turn's answer follows the read policy like any other. Whether its request
+-- let the model see sensitive notes is kept with the user turn, since the worker answers later.
+-- Turns queued before this migration read 0: sensitive notes withheld, the safe reading.
+ALTER TABLE turns ADD COLUMN include_sensitive INTEGER NOT NULL DEFAULT 0;

@@ -50,13 +50,21 @@ class Orchestrator:
         """The request's tenant, or the default one."""
         return tenant or self.settings.default_tenant
 
-    async def create_turn(self, tenant: str, thread_id: str, text: str) -> Turn:
-        """A pending user turn for the chat worker (SPEC B13)."""
+    async def create_turn(
+        self, tenant: str, thread_id: str, text: str, *, include_sensitive: bool = False
+    ) -> Turn:
+        """A pending user turn for the chat worker (SPEC B13). ``include_sensitive`` is stored
+        with the turn: the worker answers later, and must answer under what this request asked."""
         text = text.strip()
         if not text:
             raise InvalidArgument("text is empty: write a question")
         return await asyncio.to_thread(
-            self.store.create_turn, tenant, thread_id, text, conversation_title(text)
+            self.store.create_turn,
+            tenant,
+            thread_id,
+            text,
+            conversation_title(text),
+            include_sensitive=include_sensitive,
         )
 
     # -- forget (issue 11) -------------------------------------------------------------------

@@ -205,7 +205,11 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
         o = self._slot.get()
         r = await o.asker.ask(
-            o.tenant(request.tenant), request.question, request.persona, request.limit
+            o.tenant(request.tenant),
+            request.question,
+            request.persona,
+            request.limit,
+            include_sensitive=request.include_sensitive,
         )
         return ask_pb(r)
 
@@ -214,7 +218,13 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> AsyncIterator[pb.AskStreamResponse]:
         o = self._slot.get()
         ask = request.ask
-        stream = o.asker.stream(o.tenant(ask.tenant), ask.question, ask.persona, ask.limit)
+        stream = o.asker.stream(
+            o.tenant(ask.tenant),
+            ask.question,
+            ask.persona,
+            ask.limit,
+            include_sensitive=ask.include_sensitive,
+        )
         # Closed at once when the client goes away, so the model call below it stops too.
         async with contextlib.aclosing(stream):
             async for event in stream:
@@ -235,7 +245,11 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
     ) -> AsyncIterator[pb.ChatResponse]:
         o = self._slot.get()
         stream = o.chatter.chat(
-            o.tenant(request.tenant), request.conversation_id, request.message, request.persona
+            o.tenant(request.tenant),
+            request.conversation_id,
+            request.message,
+            request.persona,
+            include_sensitive=request.include_sensitive,
         )
         # Closed at once when the client goes away, so the model call below it stops too.
         async with contextlib.aclosing(stream):
@@ -317,7 +331,12 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self, request: pb.CreateTurnRequest, context: Context
     ) -> pb.CreateTurnResponse:
         o = self._slot.get()
-        turn = await o.create_turn(o.tenant(request.tenant), request.thread_id, request.text)
+        turn = await o.create_turn(
+            o.tenant(request.tenant),
+            request.thread_id,
+            request.text,
+            include_sensitive=request.include_sensitive,
+        )
         return pb.CreateTurnResponse(turn=turn_pb(turn))
 
     async def GetTurn(self, request: pb.GetTurnRequest, context: Context) -> pb.GetTurnResponse:

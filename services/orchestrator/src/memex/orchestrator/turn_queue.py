@@ -33,6 +33,8 @@ class Turn:
     seq: int
     created_at: str
     tenant: str = ""
+    # Whether the request let the model see sensitive notes (issue 11); the worker honours it.
+    include_sensitive: bool = False
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,11 @@ class Thread:
 class TurnQueue(Database):
     """Queued chat turns (SPEC B13): pending → thinking (claimed, leased) → answered | error."""
 
-    def create_turn(self, tenant: str, thread_id: str, text: str, title: str) -> Turn:
-        """A pending user turn, in a new thread when ``thread_id`` is empty."""
+    def create_turn(
+        self, tenant: str, thread_id: str, text: str, title: str, *, include_sensitive: bool = False
+    ) -> Turn:
+        """A pending user turn, in a new thread when ``thread_id`` is empty, with whether its
+        answer may use sensitive notes."""
         stamp = now_iso()
         with self._tx() as db:
             if thread_id:
@@ -65,9 +70,10 @@ class TurnQueue(Database):
             turn_id = new_id()
             seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns").fetchone()[0])
             db.execute(
-                "INSERT INTO turns (id, thread_id, role, text, state, seq, created_at) "
-                "VALUES (?, ?, 'user', ?, 'pending', ?, ?)",
-                (turn_id, thread_id, text, seq, stamp),
+                "INSERT INTO turns "
+                "(id, thread_id, role, text, state, seq, created_at, include_sensitive) "
+                "VALUES (?, ?, 'user', ?, 'pending', ?, ?, ?)",
+                (turn_id, thread_id, text, seq, stamp, int(include_sensitive)),
             )
         return self.get_turn(tenant, turn_id)
 
@@ -248,4 +254,5 @@ def _turn(row: sqlite3.Row) -> Turn:
         row["seq"],
         row["created_at"],
         row["tenant"] or "",
+        bool(row["include_sensitive"]),
     )

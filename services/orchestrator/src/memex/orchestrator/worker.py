@@ -93,7 +93,10 @@ class ChatWorker:
                 turn.text,
                 self._settings.worker_context_chars,
             )
-            result = await self._o.asker.ask(turn.tenant, query)
+            # The turn's own request decided whether sensitive notes may be used (issue 11).
+            result = await self._o.asker.ask(
+                turn.tenant, query, include_sensitive=turn.include_sensitive
+            )
             if await asyncio.to_thread(
                 self._store.answer_turn, turn, worker_id, result.answer, result.citations
             ):
