@@ -5,11 +5,23 @@ with a verified receipt (orchestrator ForgetNote)."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.present import ForgetReceipt, Note
 from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+
+class NoteNameConvertor(PathConvertor):
+    """A note's episode id, vault path or title: any characters, slashes and newlines too.
+    Starlette's ``path`` stops at a newline, and a name it cannot match would fall through to
+    the GET route's path and read as 405 instead of the note not being found."""
+
+    regex = "(?s:.+)"
+
+
+register_url_convertor("note_name", NoteNameConvertor())
 
 router = APIRouter(
     prefix="/v1/notes", tags=["notes"], dependencies=[Depends(caller)], responses=ERRORS
@@ -40,7 +52,7 @@ async def get_note(
     return Note.from_proto(reply)
 
 
-@router.delete("/{note:path}", response_model=ForgetReceipt, summary="Forget a note")
+@router.delete("/{note:note_name}", response_model=ForgetReceipt, summary="Forget a note")
 async def forget_note(
     c: ClientsDep,
     s: SettingsDep,
