@@ -35,6 +35,7 @@ class Engine:
         self.release = asyncio.Event()
         self.release.set()
         self.seen_request_ids: list[str] = []
+        self.endless = False
 
 
 class Embedding(embedding_pb2_grpc.EmbeddingServiceServicer):
@@ -62,6 +63,8 @@ class Reasoner(reasoner_pb2_grpc.ReasonerServiceServicer):
         engine = self._slot.get()
         yield reasoner_pb2.GenerateResponse(delta="one ")
         yield reasoner_pb2.GenerateResponse(delta="two ")
+        while engine.endless:
+            yield reasoner_pb2.GenerateResponse(delta="more ")
         if engine.error is not None:
             raise engine.error
         yield reasoner_pb2.GenerateResponse(final=reasoner_pb2.GenerateFinal())
@@ -217,3 +220,25 @@ async def test_every_call_is_counted_by_status() -> None:
         with pytest.raises(grpc.aio.AioRpcError):
             await embedding_pb2_grpc.EmbeddingServiceStub(ch).Embed(embedding_pb2.EmbedRequest())
     assert RPC_HANDLED.labels(method, "NOT_FOUND")._value.get() == before + 1
+
+
+async def test_a_stream_the_caller_leaves_is_counted_cancelled() -> None:
+    # Sending as fast as it can, the handler is usually mid-send when the caller leaves; grpc then
+    # closes the stream rather than cancelling the task, and that must not count as finished.
+    engine = Engine()
+    engine.endless = True
+    method = f"/{REASONER.full_name}/Generate"
+    finished = RPC_HANDLED.labels(method, "OK")._value.get()
+    cancelled = RPC_HANDLED.labels(method, "CANCELLED")._value.get()
+    async with serving(make_service(engine)) as running, client(running.port) as ch:
+        stub = reasoner_pb2_grpc.ReasonerServiceStub(ch)
+        for _ in range(10):
+            call = stub.Generate(reasoner_pb2.GenerateRequest())
+            for _ in range(5):
+                await call.read()
+            call.cancel()
+        deadline = asyncio.get_running_loop().time() + 5
+        while RPC_HANDLED.labels(method, "CANCELLED")._value.get() < cancelled + 10:
+            assert asyncio.get_running_loop().time() < deadline, "not every call was counted"
+            await asyncio.sleep(0.05)
+    assert RPC_HANDLED.labels(method, "OK")._value.get() == finished

@@ -102,6 +102,11 @@ def _wrap_stream(method: str, behavior: StreamBehavior) -> StreamBehavior:
         try:
             async for message in behavior(request, context):
                 yield message
+        except GeneratorExit:
+            # grpc closes the stream instead of cancelling the task when the caller goes away
+            # while a message is being sent: that is a cancelled call too, not a finished one.
+            call.code = grpc.StatusCode.CANCELLED
+            raise
         except (asyncio.CancelledError, Exception) as exc:
             await call.fail(exc)
         finally:
