@@ -277,6 +277,20 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
     assert isinstance(events[-1], Finished) and not events[-1].result.abstained
 
 
+async def test_a_space_streamed_alone_reaches_the_reader(tmp_path: Path) -> None:
+    # Qwen's tokenizer writes the space before a digit as a token of its own.
+    model = reasoner(["The deposit is", " ", "8", "0", "0", " pounds [1]."])
+    events = [
+        e
+        async for e in make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.stream(
+            "me", "the deposit?", include_sensitive=True
+        )
+    ]
+    drafts = [e.text for e in events if isinstance(e, Draft)]
+    assert "".join(drafts) == "The deposit is 800 pounds [[Flat lease]]."
+    assert all(d.strip() for d in drafts)  # no event carries whitespace alone
+
+
 async def test_a_model_that_loops_is_stopped_at_the_first_repeat(tmp_path: Path) -> None:
     loop = ["The deposit is £800 [1]. ", "Dana is the landlord [4]. "] * 20
     model = reasoner(loop)

@@ -146,12 +146,18 @@ class Asker:
         """The ask as events: Started, Draft..., Finished. Bad input raises before any event.
         ``include_sensitive``: as ``ask``."""
         started = time.perf_counter()
+        # A piece that is only whitespace (the space a model writes before a digit) is carried
+        # into the next draft rather than sent alone or dropped: "due 1 January", not "due1".
+        spacing = ""
         try:
             async for event in self._stream(
                 tenant, question, persona_name, limit, started, include_sensitive
             ):
-                if isinstance(event, Draft) and not event.text.strip():
-                    continue
+                if isinstance(event, Draft):
+                    if not event.text.strip():
+                        spacing += event.text
+                        continue
+                    event, spacing = Draft(spacing + event.text), ""
                 if isinstance(event, Finished):
                     _count(event.result)
                 yield event
