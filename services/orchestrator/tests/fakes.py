@@ -16,11 +16,19 @@ import grpc
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.persona import load_personas
-from memex.orchestrator.ports import ChatMessage, GenerateOptions, ReasonerInfo, SearchSpec, Usage
+from memex.orchestrator.ports import (
+    ChatMessage,
+    ForgottenNote,
+    GenerateOptions,
+    ReasonerInfo,
+    SearchSpec,
+    Usage,
+)
 from memex.orchestrator.service import Orchestrator, build_orchestrator
 from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.errors import NotFound
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.server import EngineSlot
 
@@ -77,6 +85,9 @@ class FakeMemory:
 
     async def list_inbox(self, tenant: str, limit: int) -> list[ShownItem]:
         return [i for i in self.items if i.ref.startswith("inbox:")][:limit]
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgottenNote:
+        raise NotFound(f"no note has the episode id, vault path or title {note!r}")
 
     # The surfaces' reads are tested against a real retrieval servicer (test_reads.py).
 

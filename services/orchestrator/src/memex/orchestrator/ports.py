@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol
 
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 
@@ -75,8 +75,53 @@ class SearchSpec:
     tags: tuple[str, ...] = ()
 
 
-class Memory(Protocol):
-    """The retrieval stage, as the four tools of the plan hop (SPEC B1) see it."""
+@dataclass(frozen=True)
+class ForgetCount:
+    """One receipt line: things of one kind a store removed, and how many remain."""
+
+    store: str
+    what: str
+    removed: int
+    remaining: int
+
+
+@dataclass(frozen=True)
+class ForgetCheck:
+    """A lookup or search for a forgotten note, before and after."""
+
+    store: str
+    description: str
+    found_before: int
+    found_after: int
+
+
+@dataclass(frozen=True)
+class ForgottenNote:
+    """What the retrieval stage did (or, on a dry run, would do) to forget one note."""
+
+    episode_id: str
+    title: str
+    path: str
+    chunk_ids: tuple[str, ...]
+    text: str
+    """The note's text as indexed; only on a dry run (to find quotes of it elsewhere)."""
+    counts: tuple[ForgetCount, ...] = ()
+    checks: tuple[ForgetCheck, ...] = ()
+    file_present: bool = False
+    tombstoned: bool = False
+    scrubbed: bool = False
+
+
+class NoteEraser(Protocol):
+    """The retrieval stage's forget (its DeleteNote RPC)."""
+
+    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgottenNote:
+        """Forgets the note an episode id, vault path or title names, and checks it is gone."""
+        ...
+
+
+class Memory(NoteEraser, Protocol):
+    """The retrieval stage, as the four tools of the plan hop (SPEC B1) and forget see it."""
 
     async def search(self, tenant: str, spec: SearchSpec) -> list[ShownItem]:
         """Hybrid search, best first."""
@@ -124,50 +169,4 @@ class Memory(Protocol):
 
     async def note(self, tenant: str, episode_id: str) -> Note:
         """One note by id; NotFound for an unknown one."""
-        ...
-
-
-@dataclass(frozen=True)
-class ForgetCount:
-    """One receipt line: things of one kind a store removed, and how many remain."""
-
-    store: str
-    what: str
-    removed: int
-    remaining: int
-
-
-@dataclass(frozen=True)
-class ForgetCheck:
-    """A lookup or search for a forgotten note, before and after."""
-
-    store: str
-    description: str
-    found_before: int
-    found_after: int
-
-
-@dataclass(frozen=True)
-class ForgottenNote:
-    """What the retrieval stage did (or, on a dry run, would do) to forget one note."""
-
-    episode_id: str
-    title: str
-    path: str
-    chunk_ids: tuple[str, ...]
-    text: str
-    """The note's text as indexed; only on a dry run (to find quotes of it elsewhere)."""
-    counts: tuple[ForgetCount, ...] = ()
-    checks: tuple[ForgetCheck, ...] = ()
-    file_present: bool = False
-    tombstoned: bool = False
-    scrubbed: bool = False
-
-
-@runtime_checkable
-class NoteEraser(Protocol):
-    """The retrieval stage's forget (its DeleteNote RPC)."""
-
-    async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgottenNote:
-        """Forgets the note an episode id, vault path or title names, and checks it is gone."""
         ...

@@ -23,11 +23,11 @@ from memex.orchestrator.forget import NoteForgetter, NoteReceipt
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
-from memex.orchestrator.ports import Memory, NoteEraser, Reasoner, ReasonerInfo
+from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
-from memex.shared.errors import FailedPrecondition, InvalidArgument, MemexError, Unavailable
+from memex.shared.errors import InvalidArgument, MemexError, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,7 @@ class Orchestrator:
     asker: Asker
     chatter: Chatter
     reads: Reads
-    # None where memory cannot forget notes (a test's fake memory).
-    forgetter: NoteForgetter | None = None
+    forgetter: NoteForgetter
 
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
@@ -80,8 +79,6 @@ class Orchestrator:
 
     async def forget_note(self, tenant: str, note: str, dry_run: bool) -> NoteReceipt:
         """Forgets a note everywhere and checks every store (``forget.NoteForgetter``)."""
-        if self.forgetter is None:
-            raise FailedPrecondition("this orchestrator's memory cannot forget notes")
         return await self.forgetter.forget(tenant, note, dry_run=dry_run)
 
 
@@ -111,7 +108,7 @@ def build_orchestrator(
         Asker(settings, personas, pipeline, audited),
         Chatter(settings, personas, pipeline, store),
         Reads(memory, personas, pipeline.recorder),
-        NoteForgetter(memory, store) if isinstance(memory, NoteEraser) else None,
+        NoteForgetter(memory, store),
     )
 
 
