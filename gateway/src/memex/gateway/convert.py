@@ -4,8 +4,9 @@ shares (citations, hits, records, notes) convert themselves in ``memex.gateway.p
 from __future__ import annotations
 
 from memex.gateway import models
-from memex.gateway.present import CHANNEL_NAMES, citations
+from memex.gateway.present import citations
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
+from memex.shared.channels import CHANNEL_NAMES
 
 
 def _enum_word(name: str, prefix: str) -> str:

@@ -15,19 +15,12 @@ from pydantic import BaseModel, Field
 
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
+from memex.shared.channels import CHANNEL_NAMES, CHANNELS
 
 ChannelName = Literal["vector", "keyword", "graph", "beliefs", "observations"]
 SupportName = Literal["verbatim", "paraphrase", "inference", "unchecked"]
 KindName = Literal["chunk", "record", "belief", "observation", "unknown"]
 
-CHANNELS: dict[str, common_pb2.Channel.ValueType] = {
-    "vector": common_pb2.CHANNEL_VECTOR,
-    "keyword": common_pb2.CHANNEL_KEYWORD,
-    "graph": common_pb2.CHANNEL_GRAPH,
-    "beliefs": common_pb2.CHANNEL_BELIEFS,
-    "observations": common_pb2.CHANNEL_OBSERVATIONS,
-}
-CHANNEL_NAMES = {value: name for name, value in CHANNELS.items()}
 SUPPORT: dict[int, SupportName] = {
     common_pb2.SUPPORT_VERBATIM: "verbatim",
     common_pb2.SUPPORT_PARAPHRASE: "paraphrase",

@@ -16,10 +16,11 @@ from pydantic import BaseModel
 
 from memex.gateway import reads
 from memex.gateway.cli import rpc
-from memex.gateway.present import CHANNELS, Note, Record, SearchHit, Timeline
+from memex.gateway.present import Note, Record, SearchHit, Timeline
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.channels import CHANNELS
 
 SERVICE = "memex.orchestrator.v1.OrchestratorService"
 READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]

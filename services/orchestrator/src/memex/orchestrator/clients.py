@@ -23,18 +23,11 @@ from memex.orchestrator.ports import (
 )
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.shared.channels import CHANNEL_NAMES, CHANNELS
 from memex.shared.client import open_channel
 from memex.shared.errors import NotFound
 from memex.shared.grpc_errors import error_from_rpc
 
-CHANNELS = {
-    "vector": common_pb2.CHANNEL_VECTOR,
-    "keyword": common_pb2.CHANNEL_KEYWORD,
-    "graph": common_pb2.CHANNEL_GRAPH,
-    "beliefs": common_pb2.CHANNEL_BELIEFS,
-    "observations": common_pb2.CHANNEL_OBSERVATIONS,
-}
-CHANNEL_NAMES = {value: name for name, value in CHANNELS.items()}
 KINDS = {
     retrieval_pb2.ITEM_KIND_CHUNK: "chunk",
     retrieval_pb2.ITEM_KIND_RECORD: "record",

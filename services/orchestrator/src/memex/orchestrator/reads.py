@@ -18,9 +18,9 @@ from memex.orchestrator.persona import Personas
 from memex.orchestrator.pipeline import Recorder, Retriever
 from memex.orchestrator.policy import MAX_K, MAX_LIMIT, Scope, check_count
 from memex.orchestrator.ports import Memory
+from memex.shared.channels import CHANNELS
 from memex.shared.errors import InvalidArgument
 
-CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")
 DEFAULT_RECORDS = 50
 
 

@@ -8,9 +8,9 @@ from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
 from memex.orchestrator import policy
-from memex.orchestrator.clients import CHANNEL_NAMES, CHANNELS
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.shared.channels import CHANNEL_NAMES, CHANNELS
 from memex.shared.errors import InvalidArgument
 
 KINDS = {

@@ -13,7 +13,6 @@ from memex.common.v1 import common_pb2
 from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
-from memex.orchestrator.clients import CHANNELS
 from memex.orchestrator.forget import NoteReceipt
 from memex.orchestrator.items import Citation
 from memex.orchestrator.persona import Persona, Personas
@@ -30,6 +29,7 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.channels import CHANNELS
 from memex.shared.errors import InvalidArgument, MemexError
 from memex.shared.grpc_errors import status_for
 from memex.shared.server import EngineSlot
