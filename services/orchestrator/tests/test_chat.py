@@ -90,6 +90,19 @@ async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_
     )
 
 
+async def test_chat_samples_at_the_configured_temperature(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["fine."]})
+    await collect(make_orchestrator(tmp_path, model, FakeMemory(NOTES)).chatter, "", "hello")
+    await collect(
+        make_orchestrator(
+            tmp_path / "warm", model, FakeMemory(NOTES), chat_temperature=0.9
+        ).chatter,
+        "",
+        "hello",
+    )
+    assert [c.options.temperature for c in model.calls] == [0.3, 0.9]
+
+
 async def test_an_empty_memory_is_briefed_literally(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["I have nothing yet.\n@@CITATIONS@@\n[]"]})
     await collect(make_orchestrator(tmp_path, model, FakeMemory([])).chatter, "", "hello")

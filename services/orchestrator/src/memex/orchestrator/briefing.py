@@ -31,7 +31,8 @@ How to reply:
 - Reply in plain prose, as yourself, to the person's latest message.
 - Draw on the numbered sources in that message (excerpts from the person's own notes and
   records) where they help. Right after each fact you take from a source, write its number
-  in square brackets, for example [3].
+  in square brackets, for example [3]. Write names, amounts and dates exactly as the sources
+  write them.
 - When the sources do not cover something, say you do not know rather than guessing.
 """.strip()
 

@@ -142,7 +142,8 @@ class Chatter:
                 persona=persona.name,
                 messages=messages,
                 options=GenerateOptions(
-                    max_tokens=self._settings.answer_max_tokens, temperature=0.7
+                    max_tokens=self._settings.answer_max_tokens,
+                    temperature=self._settings.chat_temperature,
                 ),
                 withheld=withheld,
                 first_words="chat_first_token",

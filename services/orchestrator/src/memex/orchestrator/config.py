@@ -46,6 +46,13 @@ class OrchestratorSettings(ServiceSettings):
     )
     plan_max_tokens: int = Field(160, gt=0, description="Token budget of the plan hop.")
     answer_max_tokens: int = Field(400, gt=0, description="Token budget of chat replies.")
+    chat_temperature: float = Field(
+        0.3,
+        ge=0,
+        le=2,
+        description="Sampling temperature of chat replies. Low, because a small model sampled "
+        "warm picks the wrong amount or date from its sources; ask answers at 0.1.",
+    )
     ask_max_tokens: int = Field(
         200, gt=0, description="Token budget of an ask's answer (asked for in 1-3 sentences)."
     )
