@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from memex.gateway.stack import private_stack_env
 from memex.shared.testing import free_port
 
 COMMANDS = [
@@ -72,3 +74,22 @@ def test_status_json_says_where_the_web_chat_is(tmp_path: Path) -> None:
     assert report["running"] is False
     assert report["web_url"] == "http://127.0.0.1:18765/"
     assert "gateway" in report["services"] and "worker" in report["services"]
+
+
+def test_up_says_which_port_another_program_holds(tmp_path: Path) -> None:
+    env = private_stack_env(tmp_path)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(env["MEMEX_GATEWAY_PORT"])))
+        squatter.listen()
+        result = subprocess.run(
+            [sys.executable, "-m", "memex.gateway.cli", "up"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    port = env["MEMEX_GATEWAY_PORT"]
+    assert f"port {port} is in use by another program" in result.stdout
+    assert "MEMEX_GATEWAY_PORT" in result.stdout and "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "stack.json").exists()  # nothing was started

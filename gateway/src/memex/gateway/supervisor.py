@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -51,6 +52,32 @@ async def probe(spec: ServiceDef) -> str:
     if spec.health_url is not None:
         return await check_http(spec.health_url)
     return await check(spec.address, spec.health_service)
+
+
+def busy_ports(settings: StackSettings) -> list[str]:
+    """A sentence for each port the stack needs that another program already listens on.
+
+    Checked before anything starts: a service that meets a foreign server on its port would
+    otherwise fail later with a confusing probe error (an HTTP probe reading gRPC bytes)."""
+    busy = []
+    for name in StackSettings.model_fields:
+        if not name.endswith("_port") or (
+            name.startswith("weaviate_") and settings.store != "weaviate"
+        ):
+            continue
+        port = int(getattr(settings, name))
+        with socket.socket() as sock:
+            # SO_REUSEADDR: a port whose last connections linger in TIME_WAIT is free; only a
+            # listening socket makes the bind fail.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((settings.host, port))
+            except OSError:
+                busy.append(
+                    f"port {port} is in use by another program: stop it, or give memex "
+                    f"another port with MEMEX_{name.upper()}"
+                )
+    return busy
 
 
 def state_path(settings: StackSettings) -> Path:
@@ -102,6 +129,10 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
+        if busy := busy_ports(settings):
+            for sentence in busy:
+                log.error("%s", sentence)
+            return 1
         try:
             for child in self._children:
                 if self._stopping.is_set() or not await self._start_healthy(child):
@@ -157,6 +188,14 @@ class Supervisor:
             if child.status == "SERVING":
                 self._write_state()
                 return True
+            if child.status == "NOT_HTTP":
+                log.error(
+                    "%s: something that does not speak HTTP answers at %s; another program "
+                    "holds its port",
+                    child.spec.name,
+                    child.spec.health_url,
+                )
+                return False
             await asyncio.sleep(0.2)
         return self._stopping.is_set()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
 import urllib.error
 import urllib.request
@@ -36,6 +37,10 @@ async def check_http(url: str, timeout: float = 1.0) -> str:
                 return "SERVING" if 200 <= int(reply.status) < 300 else "NOT_SERVING"
         except urllib.error.HTTPError:
             return "NOT_SERVING"
+        except http.client.HTTPException:
+            # Something answered, but not in HTTP (a gRPC server, say): not the process we
+            # probe, and never a traceback.
+            return "NOT_HTTP"
         except (urllib.error.URLError, OSError, ValueError):
             return "UNREACHABLE"
 

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.supervisor import Supervisor, probe, read_state
+from memex.gateway.supervisor import Supervisor, busy_ports, probe, read_state
 from memex.shared.logs import configure_logging
 
 EXIT_OK = 0
@@ -38,6 +38,10 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
     if state is not None:
         _print(f"memex is already running (supervisor pid {state['pid']}); `memex status` shows it")
         return EXIT_OK
+    if busy := busy_ports(settings):
+        for sentence in busy:
+            _print(sentence)
+        return EXIT_FAILED
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.log_dir / "supervisor.log"
     with open(log_path, "ab") as log_file:
