@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,3 +103,67 @@ def test_up_with_weaviate_indexes_and_searches(stack_env: dict[str, str], tmp_pa
         path.name.startswith("MemexChunk") or "memexchunk" in path.name.lower()
         for path in (tmp_path / "data" / "weaviate" / "data").iterdir()
     )
+
+
+def _cluster_port_layout(nodes: int, step: int = 10) -> dict[str, str]:
+    """Node 0's Weaviate ports such that node i's (node 0's + i x step) and each Raft + 1 are all
+    free: the stack lays a cluster out that way."""
+    kinds = ["http", "grpc", "gossip", "data", "raft"]
+    while True:
+        base = WeaviatePorts.free()
+        wanted = [getattr(base, k) + i * step for k in kinds for i in range(nodes)]
+        wanted += [base.raft + 1 + i * step for i in range(nodes)]
+        if len(set(wanted)) == len(wanted) and all(_free(p) for p in wanted):
+            ports = {f"MEMEX_WEAVIATE_{k.upper()}_PORT": str(getattr(base, k)) for k in kinds}
+            return {**ports, "MEMEX_WEAVIATE_RAFT_RPC_PORT": str(base.raft + 1)}
+
+
+def _free(port: int) -> bool:
+    if port > 65535:
+        return False
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_up_with_a_three_node_cluster_survives_losing_a_node(
+    stack_env: dict[str, str], tmp_path: Path
+) -> None:
+    stack_env.update(_cluster_port_layout(3))
+    up = _memex(stack_env, "up", "--store", "weaviate", "--nodes", "3")
+    assert up.returncode == 0, up.stdout + up.stderr
+    status = _memex(stack_env, "status", "--json")
+    services = json.loads(status.stdout)["services"]
+    nodes = ["weaviate-0", "weaviate-1", "weaviate-2"]
+    assert list(services)[:3] == nodes
+    assert all(services[n]["health"] == "SERVING" for n in nodes)
+    assert sorted(p.name for p in (tmp_path / "data" / "weaviate").iterdir()) == [
+        "api-key",
+        "node0",
+        "node1",
+        "node2",
+    ]
+
+    vault = tmp_path / "vault"
+    write(vault, "Sailing.md", "# Sailing\nWe sailed to the island and saw dolphins.\n")
+    indexed = _memex(stack_env, "index", str(vault), "--json")
+    assert indexed.returncode == 0, indexed.stdout + indexed.stderr
+
+    # kill -9 the node the retrieval service talks to; the search goes on through another node,
+    # and the supervisor starts the node again on its data directory.
+    state = json.loads((tmp_path / "data" / "run" / "stack.json").read_text())
+    os.kill(state["services"]["weaviate-0"]["pid"], signal.SIGKILL)
+    found = _memex(stack_env, "search", "dolphins near the island", "--json")
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert json.loads(found.stdout)["items"][0]["citation"] == "[[Sailing]]"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = _memex(stack_env, "status", "--json")
+        health = json.loads(status.stdout)["services"]["weaviate-0"]
+        if health["health"] == "SERVING" and health["restarts"] >= 1:
+            break
+        time.sleep(1)
+    assert health["health"] == "SERVING" and health["restarts"] >= 1, health

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memex.shared.settings import default_data_dir
@@ -47,12 +47,36 @@ class StackSettings(BaseSettings):
     )
     weaviate_http_port: int = Field(8079, ge=1, le=65535, description="Weaviate REST port.")
     weaviate_grpc_port: int = Field(50059, ge=1, le=65535, description="Weaviate gRPC port.")
+    weaviate_gossip_port: int = Field(7946, ge=1, le=65535, description="Weaviate gossip port.")
+    weaviate_data_port: int = Field(7947, ge=1, le=65535, description="Weaviate cluster data port.")
+    weaviate_raft_port: int = Field(8300, ge=1, le=65534, description="Weaviate Raft port.")
+    weaviate_raft_rpc_port: int = Field(
+        8301, ge=1, le=65535, description="Weaviate Raft RPC port (a cluster uses Raft + 1)."
+    )
+    weaviate_nodes: int = Field(
+        1,
+        ge=1,
+        le=9,
+        description="Weaviate nodes: 1, or a cluster of 3 or more with replication factor 3.",
+    )
+    weaviate_port_step: int = Field(
+        10, ge=2, le=1000, description="Node i of a cluster listens on node 0's ports + i x step."
+    )
     start_timeout_seconds: float = Field(
         180.0, gt=0, description="How long `memex up` waits for every service to be healthy."
     )
     restart_backoff_max_seconds: float = Field(
         30.0, gt=0, description="Longest wait before restarting a service that keeps crashing."
     )
+
+    @model_validator(mode="after")
+    def _cluster_size(self) -> StackSettings:
+        if self.weaviate_nodes == 2:
+            raise ValueError(
+                "MEMEX_WEAVIATE_NODES=2 cannot lose a node (a quorum of 2 is both): use 1, or 3 "
+                "or more"
+            )
+        return self
 
     @property
     def run_dir(self) -> Path:
@@ -124,13 +148,58 @@ class ServiceDef:
     env: dict[str, str] = field(default_factory=dict)
     health_url: str | None = None
     """Set for a non-gRPC process (Weaviate): healthy when this URL answers 2xx."""
+    group: str = ""
+    """Services of one group (a Weaviate cluster's nodes) are started together, then checked."""
 
 
-def weaviate_service(settings: StackSettings) -> ServiceDef:
-    """The Weaviate server (`make weaviate` builds it); its health is its readiness probe."""
-    host, port = settings.host, settings.weaviate_http_port
+def weaviate_services(settings: StackSettings) -> list[ServiceDef]:
+    """The Weaviate server (`make weaviate` builds it), or one process per node of a cluster
+    (``weaviate-0``, ...: node i on node 0's ports + i x ``weaviate_port_step``, its own data
+    directory); a node's health is its readiness probe."""
+    if settings.weaviate_nodes == 1:
+        ports = {
+            f"MEMEX_WEAVIATE_{kind.upper()}_PORT": str(getattr(settings, f"weaviate_{kind}_port"))
+            for kind in ("gossip", "data", "raft", "raft_rpc")
+        }
+        return [_weaviate_node(settings, "weaviate", 0, settings.weaviate_dir / "data", ports)]
+    peers = ",".join(
+        f"node{i}:{_node_port(settings, 'gossip', i)}:{_node_port(settings, 'raft', i)}"
+        for i in range(settings.weaviate_nodes)
+    )
+    return [
+        _weaviate_node(
+            settings,
+            f"weaviate-{i}",
+            i,
+            settings.weaviate_dir / f"node{i}",
+            {
+                "MEMEX_WEAVIATE_NODE_NAME": f"node{i}",
+                "MEMEX_WEAVIATE_PEERS": peers,
+                "MEMEX_WEAVIATE_GOSSIP_PORT": str(_node_port(settings, "gossip", i)),
+                "MEMEX_WEAVIATE_DATA_PORT": str(_node_port(settings, "data", i)),
+                "MEMEX_WEAVIATE_RAFT_PORT": str(_node_port(settings, "raft", i)),
+                # On one host Weaviate finds a peer's Raft RPC port at its Raft port + 1.
+                "MEMEX_WEAVIATE_RAFT_RPC_PORT": str(_node_port(settings, "raft", i) + 1),
+            },
+        )
+        for i in range(settings.weaviate_nodes)
+    ]
+
+
+def _node_port(settings: StackSettings, kind: str, node: int) -> int:
+    port = int(getattr(settings, f"weaviate_{kind}_port")) + node * settings.weaviate_port_step
+    if port > 65535:
+        raise ValueError(f"Weaviate node {node}'s {kind} port {port} is beyond 65535")
+    return port
+
+
+def _weaviate_node(
+    settings: StackSettings, name: str, node: int, data_dir: Path, extra: dict[str, str]
+) -> ServiceDef:
+    """One Weaviate process; ``extra`` is its cluster (or single-node) ports and peers."""
+    host, port = settings.host, _node_port(settings, "http", node)
     return ServiceDef(
-        name="weaviate",
+        name=name,
         module="memex.retrieval.weaviate_server",
         address=f"{host}:{port}",
         health_service="",
@@ -138,25 +207,40 @@ def weaviate_service(settings: StackSettings) -> ServiceDef:
         env={
             "MEMEX_WEAVIATE_HOST": host,
             "MEMEX_WEAVIATE_HTTP_PORT": str(port),
-            "MEMEX_WEAVIATE_GRPC_PORT": str(settings.weaviate_grpc_port),
-            "MEMEX_WEAVIATE_DATA_DIR": str(settings.weaviate_dir / "data"),
+            "MEMEX_WEAVIATE_GRPC_PORT": str(_node_port(settings, "grpc", node)),
+            "MEMEX_WEAVIATE_DATA_DIR": str(data_dir),
             "MEMEX_WEAVIATE_API_KEY": settings.weaviate_api_key(),
+            **extra,
         },
+        # Raft waits for every voter, so a cluster's nodes start together, then are checked.
+        group="weaviate" if settings.weaviate_nodes > 1 else "",
     )
+
+
+REPLICATION_FACTOR = 3
+"""Copies of memex's collections on a cluster: any one node can go, a QUORUM (2) remains."""
 
 
 def retrieval_store_env(settings: StackSettings) -> dict[str, str]:
     """The retrieval service's backend settings (``MEMEX_RETRIEVAL_STORE`` and, for Weaviate,
-    where it runs and its key)."""
+    where it runs, its key, and on a cluster the other nodes and the replication factor)."""
     if settings.store != "weaviate":
         return {"MEMEX_RETRIEVAL_STORE": settings.store}
-    return {
+    env = {
         "MEMEX_RETRIEVAL_STORE": "weaviate",
         "MEMEX_RETRIEVAL_WEAVIATE_HOST": settings.host,
         "MEMEX_RETRIEVAL_WEAVIATE_HTTP_PORT": str(settings.weaviate_http_port),
         "MEMEX_RETRIEVAL_WEAVIATE_GRPC_PORT": str(settings.weaviate_grpc_port),
         "MEMEX_RETRIEVAL_WEAVIATE_API_KEY": settings.weaviate_api_key(),
     }
+    if settings.weaviate_nodes > 1:
+        others = range(1, settings.weaviate_nodes)
+        env["MEMEX_RETRIEVAL_WEAVIATE_NODES"] = ",".join(
+            f"{settings.host}:{_node_port(settings, 'http', i)}:{_node_port(settings, 'grpc', i)}"
+            for i in others
+        )
+        env["MEMEX_RETRIEVAL_WEAVIATE_REPLICATION_FACTOR"] = str(REPLICATION_FACTOR)
+    return env
 
 
 def _grpc_service(settings: StackSettings, stage: str, **env: str) -> ServiceDef:
@@ -200,7 +284,7 @@ def gateway_service(settings: StackSettings, upstream: list[ServiceDef]) -> Serv
 def stack_services(settings: StackSettings) -> list[ServiceDef]:
     """The services in start order (a service starts after those it calls). The reasoner's
     engine and model come from the MEMEX_REASONER_* variables the stack inherits."""
-    stores = [weaviate_service(settings)] if settings.store == "weaviate" else []
+    stores = weaviate_services(settings) if settings.store == "weaviate" else []
     retrieval = _grpc_service(
         settings,
         "retrieval",

@@ -135,7 +135,10 @@ class Supervisor:
             return 1
         try:
             for child in self._children:
-                if self._stopping.is_set() or not await self._start_healthy(child):
+                if child.process is None:
+                    for member in self._group_of(child):
+                        await self._spawn(member)
+                if self._stopping.is_set() or not await self._wait_healthy(child):
                     self._phase = "failed" if not self._stopping.is_set() else "stopping"
                     self._write_state()
                     return 0 if self._stopping.is_set() else 1
@@ -170,8 +173,12 @@ class Supervisor:
         log.info("started %s (pid %d)", child.spec.name, child.process.pid)
         self._write_state()
 
-    async def _start_healthy(self, child: _Child) -> bool:
-        await self._spawn(child)
+    def _group_of(self, child: _Child) -> list[_Child]:
+        """``child`` and the services that start with it (its group)."""
+        group = child.spec.group
+        return [c for c in self._children if c is child or (group and c.spec.group == group)]
+
+    async def _wait_healthy(self, child: _Child) -> bool:
         deadline = time.monotonic() + self._settings.start_timeout_seconds
         while time.monotonic() < deadline and not self._stopping.is_set():
             assert child.process is not None
@@ -255,6 +262,7 @@ class Supervisor:
             "pid": os.getpid(),
             "state": self._phase,
             "store": self._settings.store,
+            "weaviate_nodes": self._settings.weaviate_nodes,
             "log_dir": str(self._settings.log_dir),
             "services": {
                 c.spec.name: {

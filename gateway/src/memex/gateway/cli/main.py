@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=["embedded", "weaviate"],
         help="retrieval backend (default MEMEX_STORE, else embedded); weaviate runs its server",
     )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        help="with --store weaviate: Weaviate nodes (default MEMEX_WEAVIATE_NODES, else 1); "
+        "3 or more run a cluster with replication factor 3",
+    )
     up.set_defaults(run=stack_commands.up)
 
     down = commands.add_parser("down", help="stop the stack")

@@ -13,12 +13,15 @@ import sys
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from memex.gateway.stack import StackSettings, stack_services
 from memex.gateway.supervisor import Supervisor, busy_ports, probe, read_state
 from memex.shared.logs import configure_logging
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
 EXIT_NOT_RUNNING = 3
 
 
@@ -32,6 +35,18 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
         # The background supervisor parses its settings from the environment it inherits.
         os.environ["MEMEX_STORE"] = args.store
         settings = settings.model_copy(update={"store": args.store})
+    if getattr(args, "nodes", None) is not None:
+        if settings.store != "weaviate":
+            _print("--nodes needs --store weaviate (the embedded store is one process)")
+            return EXIT_BAD_INPUT
+        try:
+            settings = StackSettings.model_validate(
+                {**settings.model_dump(), "weaviate_nodes": args.nodes}
+            )
+        except ValidationError as exc:
+            _print(f"--nodes {args.nodes}: {exc.errors()[0]['msg']}")
+            return EXIT_BAD_INPUT
+        os.environ["MEMEX_WEAVIATE_NODES"] = str(args.nodes)
     if args.foreground:
         return supervise(args, settings)
     state = read_state(settings)
@@ -101,6 +116,8 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
     state = read_state(settings)
     if state is not None and state.get("store") in ("embedded", "weaviate"):
         settings = settings.model_copy(update={"store": state["store"]})  # what `up` was given
+    if state is not None and isinstance(state.get("weaviate_nodes"), int):
+        settings = settings.model_copy(update={"weaviate_nodes": state["weaviate_nodes"]})
     services = {s.name: s for s in stack_services(settings)}
 
     async def probe_all() -> dict[str, str]:

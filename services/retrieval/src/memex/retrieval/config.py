@@ -103,3 +103,21 @@ class RetrievalSettings(ServiceSettings):
     weaviate_timeout_seconds: float = Field(
         60.0, gt=0, description="Timeout of one Weaviate query (writes get twice as long)."
     )
+    weaviate_nodes: str = Field(
+        "",
+        description="The cluster's other Weaviate nodes, host:http_port:grpc_port separated by "
+        "commas: the store fails over to them when its node is lost.",
+    )
+    weaviate_replication_factor: int = Field(
+        1, ge=1, description="Copies of every collection (3 on a 3-node cluster)."
+    )
+    weaviate_read_consistency: Literal["ONE", "QUORUM", "ALL"] = Field(
+        "QUORUM",
+        description="Replicas that must answer a read (writes always need a QUORUM).",
+    )
+    weaviate_retry_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="How long a call keeps retrying on other nodes after a node is lost "
+        "(with weaviate_nodes only).",
+    )

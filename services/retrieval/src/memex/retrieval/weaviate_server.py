@@ -10,6 +10,11 @@ profiling listener, and cluster/Raft listeners bound to 127.0.0.1.
 Weaviate v1.39 has no setting for the listen address of its gRPC API and of its internal cluster
 data API: both bind every interface. The first refuses any request without the API key; the
 second is closed with cluster basic auth (a secret derived from the key).
+
+A cluster is several such processes, each with its own ports and data directory, that know each
+other as peers (``weaviate_peers``); every node of one cluster shares the API key, hence the
+cluster secret. ``WeaviateCluster`` starts one for tests; `memex up --store weaviate --nodes 3`
+runs one launcher per node.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +39,8 @@ from typing import IO
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memex.shared.errors import FailedPrecondition
+from memex.retrieval.weaviate_peers import Peer, cluster_env, free_raft_pair, parse_peers
+from memex.shared.errors import FailedPrecondition, InvalidArgument
 from memex.shared.settings import default_cache_dir, default_data_dir
 
 WEAVIATE_VERSION = "v1.39.0"
@@ -83,15 +90,33 @@ class WeaviatePorts:
                 ports.append(sock.getsockname()[1])
         return cls(*ports)
 
+    @classmethod
+    def free_for_cluster(cls) -> WeaviatePorts:
+        """Free ports for one node of a one-host cluster, where Raft RPC must be Raft + 1."""
+        raft = free_raft_pair()
+        while True:
+            ports = cls.free()
+            if not {raft, raft + 1} & {ports.http, ports.grpc, ports.gossip, ports.data}:
+                return cls(ports.http, ports.grpc, ports.gossip, ports.data, raft, raft + 1)
+
 
 def server_command(binary: Path, host: str, ports: WeaviatePorts) -> list[str]:
     """The command line of one node serving REST on ``host:ports.http``."""
     return [str(binary), "--host", host, "--port", str(ports.http), "--scheme", "http"]
 
 
-def server_env(data_dir: Path, ports: WeaviatePorts, api_key: str, host: str) -> dict[str, str]:
-    """The environment of one single-node server (Weaviate reads its config from env)."""
-    return {
+def server_env(
+    data_dir: Path,
+    ports: WeaviatePorts,
+    api_key: str,
+    host: str,
+    *,
+    node_name: str = "memex",
+    peers: Sequence[Peer] = (),
+) -> dict[str, str]:
+    """The environment of one server (Weaviate reads its config from env): a single node, or
+    node ``node_name`` of a cluster when ``peers`` lists more than one."""
+    env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PERSISTENCE_DATA_PATH": str(data_dir),
         "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "false",
@@ -123,6 +148,9 @@ def server_env(data_dir: Path, ports: WeaviatePorts, api_key: str, host: str) ->
         "LOG_LEVEL": os.environ.get("MEMEX_WEAVIATE_LOG_LEVEL", "warning"),
         "LOG_FORMAT": "text",
     }
+    if len(peers) > 1:
+        env.update(cluster_env(node_name, peers, ports.gossip, ports.raft, ports.raft_rpc))
+    return env
 
 
 def is_ready(url: str, timeout: float = 1.0) -> bool:
@@ -145,6 +173,8 @@ class WeaviateServer:
         api_key: str | None = None,
         ports: WeaviatePorts | None = None,
         log_path: Path | None = None,
+        node_name: str = "memex",
+        peers: Sequence[Peer] = (),
     ) -> None:
         self.binary = find_binary(binary)
         self.data_dir = data_dir
@@ -152,6 +182,8 @@ class WeaviateServer:
         self.ports = ports or WeaviatePorts.free()
         self.host = "127.0.0.1"
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}.log"
+        self.node_name = node_name
+        self.peers = tuple(peers)
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -166,7 +198,14 @@ class WeaviateServer:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._process = subprocess.Popen(
             server_command(self.binary, self.host, self.ports),
-            env=server_env(self.data_dir, self.ports, self.api_key, self.host),
+            env=server_env(
+                self.data_dir,
+                self.ports,
+                self.api_key,
+                self.host,
+                node_name=self.node_name,
+                peers=self.peers,
+            ),
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -251,6 +290,12 @@ class WeaviateServerSettings(BaseSettings):
     raft_port: int = Field(8300, ge=1, le=65535, description="Raft consensus port.")
     raft_rpc_port: int = Field(8301, ge=1, le=65535, description="Raft internal RPC port.")
     api_key: SecretStr = Field(description="The one API key the server accepts.")
+    node_name: str = Field("memex", description="This node's name in its cluster.")
+    peers: str = Field(
+        "",
+        description="Every node of the cluster, this one included, as name:gossip_port:raft_port "
+        "separated by commas; empty for a single node.",
+    )
 
     @property
     def ports(self) -> WeaviatePorts:
@@ -274,9 +319,19 @@ def main() -> None:  # pragma: no cover - replaces the process; covered by the s
         print(exc.message, file=sys.stderr)
         sys.exit(2)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    env = server_env(
-        settings.data_dir, settings.ports, settings.api_key.get_secret_value(), settings.host
-    )
+    try:
+        peers = parse_peers(settings.peers) if settings.peers else []
+        env = server_env(
+            settings.data_dir,
+            settings.ports,
+            settings.api_key.get_secret_value(),
+            settings.host,
+            node_name=settings.node_name,
+            peers=peers,
+        )
+    except InvalidArgument as exc:
+        print(exc.message, file=sys.stderr)
+        sys.exit(2)
     os.execve(binary, server_command(binary, settings.host, settings.ports), env)
 
 

@@ -38,6 +38,7 @@ from memex.retrieval.store.weaviate_base import (
     WeaviateCollections,
     mapped_errors,
 )
+from memex.retrieval.store.weaviate_replication import ReplicationPolicy, parse_nodes
 from memex.retrieval.store.weaviate_schema import VECTOR, uuid_of
 from memex.shared.errors import FailedPrecondition
 
@@ -197,7 +198,7 @@ class WeaviateStore(WeaviateCollections):
             mentions = set(row.get("mentions") or ())
             new = mentions | {entity_id} if row["chunk_id"] in keep else mentions - {entity_id}
             if new != mentions:
-                await col.data.update(
+                await self._writing(col).data.update(
                     uuid=uuid_of("chunk", str(row["chunk_id"])),
                     properties={"mentions": sorted(new), "mention_count": len(new)},
                 )
@@ -453,6 +454,13 @@ async def open_weaviate_store(settings: RetrievalSettings, dimension: int) -> We
             "MEMEX_RETRIEVAL_WEAVIATE_API_KEY is not set; the Weaviate backend needs the key "
             "the server was started with"
         )
+    failover = parse_nodes(settings.weaviate_nodes)
+    policy = ReplicationPolicy(
+        factor=settings.weaviate_replication_factor,
+        read=settings.weaviate_read_consistency,
+        # One node has nowhere to fail over to: its errors are reported at once.
+        retry_seconds=settings.weaviate_retry_seconds if failover else 0.0,
+    )
     return await WeaviateStore.connect(
         http_host=settings.weaviate_host,
         http_port=settings.weaviate_http_port,
@@ -461,4 +469,6 @@ async def open_weaviate_store(settings: RetrievalSettings, dimension: int) -> We
         dimension=dimension,
         prefix=settings.weaviate_collection_prefix,
         timeout=settings.weaviate_timeout_seconds,
+        failover=failover,
+        policy=policy,
     )

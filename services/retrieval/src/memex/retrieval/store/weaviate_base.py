@@ -6,11 +6,12 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar
 
 import weaviate
-from weaviate.classes.config import Configure
+from weaviate.classes.config import Configure, ReplicationDeletionStrategy
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.tenants import Tenant
 from weaviate.exceptions import (
@@ -21,6 +22,17 @@ from weaviate.exceptions import (
 )
 
 from memex.retrieval.store import weaviate_codec as codec
+from memex.retrieval.store.weaviate_replication import (
+    FIRST_BACKOFF,
+    MAX_BACKOFF,
+    WATCH_INTERVAL,
+    WATCH_TIMEOUT,
+    NodeLost,
+    ReplicationPolicy,
+    ReplicaWriteError,
+    WeaviateNode,
+    is_transient,
+)
 from memex.retrieval.store.weaviate_schema import (
     CollectionSpec,
     collection_specs,
@@ -41,31 +53,151 @@ MAX_RESULTS = 10_000  # Weaviate's default QUERY_MAXIMUM_RESULTS
 
 P = ParamSpec("P")
 T = TypeVar("T")
+S = TypeVar("S", bound="WeaviateCollections")
 
 
 def mapped_errors(
-    method: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turns a lost or slow Weaviate into the domain errors clients understand."""
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Runs a store call, again on another node while a lost node explains the failure and the
+    retry window lasts (``weaviate_replication``), and turns a lost or slow Weaviate into the
+    domain errors clients understand."""
 
     @functools.wraps(method)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await method(*args, **kwargs)
-        except WeaviateTimeoutError as exc:
-            raise DeadlineExceeded("the Weaviate store did not answer in time") from exc
-        except WeaviateConnectionError as exc:
-            raise Unavailable("the Weaviate store is not reachable; is it running?") from exc
+    async def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        deadline: float | None = None
+        backoff = FIRST_BACKOFF
+        while True:
+            node, lost = self._node, self._lost
+            try:
+                if self.policy.retry_seconds <= 0:
+                    return await method(self, *args, **kwargs)
+                return await _unless_lost(method(self, *args, **kwargs), lost)
+            except Exception as exc:
+                if self.policy.retry_seconds <= 0 or not is_transient(exc):
+                    raise _domain_error(exc) from exc
+                now = time.monotonic()
+                deadline = deadline or now + self.policy.retry_seconds
+                if now >= deadline:
+                    raise _domain_error(exc, retried=self.policy.retry_seconds) from exc
+                log.warning("Weaviate call %s failed (%s); retrying", method.__name__, exc)
+                await self._fail_over(node)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF)
 
     return wrapper
 
 
-class WeaviateCollections:
-    """A connected client, the four collections, and the tenants known to exist."""
+async def _unless_lost(call: Coroutine[Any, Any, T], lost: asyncio.Event) -> T:
+    """``call``, or NodeLost as soon as its node is given up. The client retries a refused
+    connection by itself for up to a minute; a call stuck in those retries is abandoned here
+    (and run again on another node by ``mapped_errors``)."""
+    task = asyncio.ensure_future(call)
+    # Retrieve a late failure of an abandoned call so asyncio does not log it as lost.
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    watcher = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if not task.done():
+        raise NodeLost("the Weaviate node was given up while the call ran")
+    return task.result()
 
-    def __init__(self, client: weaviate.WeaviateAsyncClient, dimension: int, prefix: str) -> None:
+
+async def _reachable(node: WeaviateNode) -> bool:
+    """Whether ``node`` accepts a TCP connection on its gRPC port within WATCH_TIMEOUT."""
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(node.host, node.grpc_port), WATCH_TIMEOUT
+        )
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+def _domain_error(exc: Exception, retried: float = 0.0) -> Exception:
+    """The error a client sees: timeouts and lost connections as domain errors, the rest as is
+    (after retries, every transient failure is Unavailable)."""
+    if isinstance(exc, WeaviateTimeoutError):
+        return DeadlineExceeded("the Weaviate store did not answer in time")
+    if isinstance(exc, WeaviateConnectionError):
+        return Unavailable("the Weaviate store is not reachable; is it running?")
+    if retried:
+        return Unavailable(f"the Weaviate cluster kept failing for {retried:.0f}s: {exc}")
+    return exc
+
+
+async def _open_client(
+    node: WeaviateNode, api_key: str, timeout: float
+) -> weaviate.WeaviateAsyncClient:
+    """A connected client of ``node`` that answered its readiness probe, or Unavailable."""
+    client = weaviate.use_async_with_custom(
+        http_host=node.host,
+        http_port=node.http_port,
+        http_secure=False,
+        grpc_host=node.host,
+        grpc_port=node.grpc_port,
+        grpc_secure=False,
+        auth_credentials=Auth.api_key(api_key),
+        skip_init_checks=True,
+        additional_config=AdditionalConfig(
+            timeout=Timeout(init=10, query=timeout, insert=timeout * 2)
+        ),
+    )
+    where = f"Weaviate at {node.host}:{node.http_port}"
+    try:
+        await client.connect()
+        if not await client.is_ready():
+            raise Unavailable(f"{where} is not ready; is it still starting?")
+    except (WeaviateConnectionError, WeaviateStartUpError) as exc:
+        await client.close()
+        raise Unavailable(
+            f"{where} is not reachable; start it with `memex up --store weaviate`"
+        ) from exc
+    except UnexpectedStatusCodeError as exc:
+        await client.close()
+        if exc.status_code == 401:
+            raise FailedPrecondition(f"{where} refused the API key") from exc
+        raise
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
+class WeaviateCollections:
+    """A connected client (to one node of the cluster at a time), the four collections, and
+    the tenants known to exist."""
+
+    def __init__(
+        self,
+        client: weaviate.WeaviateAsyncClient,
+        dimension: int,
+        prefix: str,
+        *,
+        nodes: Sequence[WeaviateNode] = (),
+        node: int = 0,
+        api_key: str = "",
+        timeout: float = 60.0,
+        policy: ReplicationPolicy | None = None,
+    ) -> None:
         self.dimension = dimension
+        self.policy = policy or ReplicationPolicy()
         self._client = client
+        self._nodes = list(nodes)
+        self._node = node  # index in _nodes of the node _client talks to
+        self._api_key = api_key
+        self._timeout = timeout
+        self._switch_lock = asyncio.Lock()
+        self._retired: list[weaviate.WeaviateAsyncClient] = []  # clients of nodes left behind
+        self._lost = asyncio.Event()  # set when the current node is given up
+        self._watch: asyncio.Task[None] | None = None
         self._specs = collection_specs(prefix)
         self._tenants: set[str] = set()  # Weaviate tenants known to exist in every collection
         self._tenant_lock = asyncio.Lock()
@@ -82,61 +214,120 @@ class WeaviateCollections:
         dimension: int,
         prefix: str = "Memex",
         timeout: float = 60.0,
+        failover: Sequence[WeaviateNode] = (),
+        policy: ReplicationPolicy | None = None,
     ) -> Self:
-        """Connects (no init checks: no phoning home), checks readiness, creates the schema."""
-        client = weaviate.use_async_with_custom(
-            http_host=http_host,
-            http_port=http_port,
-            http_secure=False,
-            grpc_host=http_host,
-            grpc_port=grpc_port,
-            grpc_secure=False,
-            auth_credentials=Auth.api_key(api_key),
-            skip_init_checks=True,
-            additional_config=AdditionalConfig(
-                timeout=Timeout(init=10, query=timeout, insert=timeout * 2)
-            ),
-        )
-        where = f"Weaviate at {http_host}:{http_port}"
-        try:
-            await client.connect()
-            if not await client.is_ready():
-                raise Unavailable(f"{where} is not ready; is it still starting?")
-            store = cls(client, dimension, prefix)
-            await store._ensure_schema()
-        except (WeaviateConnectionError, WeaviateStartUpError) as exc:
-            await client.close()
-            raise Unavailable(
-                f"{where} is not reachable; start it with `memex up --store weaviate`"
-            ) from exc
-        except UnexpectedStatusCodeError as exc:
-            await client.close()
-            if exc.status_code == 401:
-                raise FailedPrecondition(f"{where} refused the API key") from exc
-            raise
-        except BaseException:
-            await client.close()
-            raise
-        return store
+        """Connects to the first node that answers (no init checks: no phoning home; readiness
+        checked here), then creates the schema. ``failover`` lists the cluster's other nodes."""
+        policy = policy or ReplicationPolicy()
+        nodes = [WeaviateNode(http_host, http_port, grpc_port), *failover]
+        policy.check_nodes(len(nodes))
+        failure: Exception | None = None
+        for index, node in enumerate(nodes):
+            try:
+                client = await _open_client(node, api_key, timeout)
+            except Unavailable as exc:
+                failure = exc
+                continue
+            store = cls(
+                client,
+                dimension,
+                prefix,
+                nodes=nodes,
+                node=index,
+                api_key=api_key,
+                timeout=timeout,
+                policy=policy,
+            )
+            try:
+                await store._ensure_schema()
+            except UnexpectedStatusCodeError as exc:
+                await client.close()
+                if exc.status_code == 401:
+                    raise FailedPrecondition(f"Weaviate at {node} refused the API key") from exc
+                raise
+            except BaseException:
+                await client.close()
+                raise
+            if len(nodes) > 1 and policy.retry_seconds > 0:
+                store._watch = asyncio.create_task(store._watch_node())
+            return store
+        assert failure is not None
+        raise failure
 
     async def close(self) -> None:
         """Closes the client's connections. Idempotent."""
         if not self._closed:
             self._closed = True
-            await self._client.close()
+            if self._watch is not None:
+                self._watch.cancel()
+            for client in [*self._retired, self._client]:
+                await client.close()
+
+    async def _watch_node(self) -> None:
+        """Gives up the current node once it refuses connections twice in a row, so calls
+        move on within about a second instead of waiting for their own errors."""
+        misses = 0
+        while not self._closed:
+            await asyncio.sleep(WATCH_INTERVAL)
+            node = self._node
+            if await _reachable(self._nodes[node]):
+                misses = 0
+                continue
+            misses += 1
+            if misses >= 2:
+                log.warning("Weaviate node %s does not answer", self._nodes[node])
+                misses = 0
+                await self._fail_over(node)
+
+    async def _fail_over(self, failed: int) -> None:
+        """Moves to the node after ``failed``, unless a concurrent call already moved on. A node
+        that does not answer now is left in place: the next try fails and moves on again."""
+        if len(self._nodes) < 2:
+            return
+        async with self._switch_lock:
+            if self._node != failed or self._closed:
+                return
+            self._node = (failed + 1) % len(self._nodes)
+            self._lost.set()  # abandons the calls still running on the failed node
+            self._lost = asyncio.Event()
+            old = self._client
+            # If this node does not answer either, keep the old client: the next call fails on
+            # it and moves on again.
+            with contextlib.suppress(Unavailable):
+                self._client = await _open_client(
+                    self._nodes[self._node], self._api_key, self._timeout
+                )
+            log.warning("Weaviate store now talks to %s", self._nodes[self._node])
+            if old is not self._client:
+                # Closing it now would cancel the calls still running on it (a CancelledError
+                # in the caller); they fail or finish by themselves, and close() closes it.
+                self._retired.append(old)
 
     # -- schema and tenants -----------------------------------------------------------------
     async def _ensure_schema(self) -> None:
         """Creates missing collections; an existing one is left as it is (idempotent, and safe
-        when two processes race: the loser sees it exists)."""
+        when two processes race: the loser sees it exists), but it must be replicated as this
+        store wants."""
         for spec in self._specs.values():
-            if await self._client.collections.exists(spec.name):
-                continue
-            try:
-                await self._create(spec)
-            except UnexpectedStatusCodeError:
-                if not await self._client.collections.exists(spec.name):
-                    raise
+            if not await self._client.collections.exists(spec.name):
+                try:
+                    await self._create(spec)
+                except UnexpectedStatusCodeError:
+                    if not await self._client.collections.exists(spec.name):
+                        raise
+            await self._check_replication(spec)
+
+    async def _check_replication(self, spec: CollectionSpec) -> None:
+        config = await self._client.collections.use(spec.name).config.get()
+        factor = config.replication_config.factor
+        if factor != self.policy.factor:
+            raise FailedPrecondition(
+                f"Weaviate collection {spec.name} has replication factor {factor}, but this store "
+                f"is configured for {self.policy.factor}; a collection's factor cannot change: "
+                "use another MEMEX_RETRIEVAL_WEAVIATE_COLLECTION_PREFIX (and re-index), or the "
+                "factor it was created with"
+            )
 
     async def _create(self, spec: CollectionSpec) -> None:
         await self._client.collections.create(
@@ -147,11 +338,21 @@ class WeaviateCollections:
             multi_tenancy_config=Configure.multi_tenancy(
                 enabled=True, auto_tenant_creation=True, auto_tenant_activation=True
             ),
+            replication_config=Configure.replication(
+                factor=self.policy.factor,
+                deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION,
+            ),
         )
-        log.info("created Weaviate collection %s", spec.name)
+        log.info("created Weaviate collection %s (factor %d)", spec.name, self.policy.factor)
 
     def _col(self, kind: str, tenant: str) -> CollectionAsync[Any, Any]:
-        return self._client.collections.use(self._specs[kind].name).with_tenant(tenant)
+        """The tenant's collection at the read consistency level (``_insert``, ``_delete`` and
+        ``_writing`` raise it to the write level)."""
+        col = self._client.collections.use(self._specs[kind].name).with_tenant(tenant)
+        return col.with_consistency_level(self.policy.read_level)
+
+    def _writing(self, col: CollectionAsync[Any, Any]) -> CollectionAsync[Any, Any]:
+        return col.with_consistency_level(self.policy.write_level)
 
     async def _writable(self, tenant: str) -> str:
         """The Weaviate tenant of ``tenant``, created in every collection if needed."""
@@ -190,19 +391,20 @@ class WeaviateCollections:
 
     # -- low-level helpers ------------------------------------------------------------------
     async def _insert(self, col: CollectionAsync[Any, Any], objects: Sequence[Any]) -> None:
+        col = self._writing(col)
         for start in range(0, len(objects), BATCH):
             result = await col.data.insert_many(list(objects[start : start + BATCH]))
             if result.has_errors:
                 first = next(iter(result.errors.values()))
-                raise RuntimeError(f"Weaviate rejected a write: {first.message}")
+                raise ReplicaWriteError(f"Weaviate rejected a write: {first.message}")
 
     async def _delete(self, col: CollectionAsync[Any, Any], where: Any) -> int:
         """Deletes every match (looping past the per-call cap); returns how many went."""
-        deleted = 0
+        deleted, col = 0, self._writing(col)
         while True:
             result = await col.data.delete_many(where=where)
             if result.failed:
-                raise RuntimeError(f"Weaviate failed to delete {result.failed} objects")
+                raise ReplicaWriteError(f"Weaviate failed to delete {result.failed} objects")
             deleted += result.successful
             if result.matches < MAX_RESULTS:
                 return deleted
