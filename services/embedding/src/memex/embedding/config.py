@@ -5,17 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memex.shared.settings import ServiceSettings, default_cache_dir
+from memex.embedding.catalogue import (
+    CATALOGUE,
+    DEFAULT_MODEL,
+    EmbeddingModel,
+    UnknownModel,
+    lookup,
+)
+from memex.shared.settings import ServiceSettings
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# What a catalogue entry decides unless the environment sets it explicitly.
+_FROM_CATALOGUE = ("model_dir", "max_tokens", "pooling", "query_prefix", "document_prefix")
 
 
 def default_model_dir() -> Path:
-    """Where `make models` puts the exported default model."""
-    return default_cache_dir() / "models" / DEFAULT_MODEL
+    """Where `make models` puts the default catalogue model (``DEFAULT_MODEL``)."""
+    return lookup(DEFAULT_MODEL).path()
 
 
 class EmbeddingSettings(ServiceSettings):
@@ -24,9 +32,15 @@ class EmbeddingSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="MEMEX_EMBEDDING_")
 
     port: int = Field(50051, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    model: str = Field(
+        DEFAULT_MODEL,
+        description=f"Catalogue model to load ({', '.join(CATALOGUE)}); it sets the model "
+        "folder, pooling, prefixes and token limit unless those are set explicitly.",
+    )
     model_dir: Path = Field(
         default_factory=default_model_dir,
-        description="Folder with model.onnx and tokenizer.json (any sentence-embedding export).",
+        description="Folder with model.onnx and tokenizer.json (any sentence-embedding export); "
+        "default: the catalogue model's folder in the model cache.",
     )
     model_id: str = Field(
         "", description="Name reported to clients; empty uses the model folder's."
@@ -55,3 +69,27 @@ class EmbeddingSettings(ServiceSettings):
     )
     max_texts: int = Field(256, gt=0, description="Most texts one Embed call may carry.")
     max_text_chars: int = Field(20_000, gt=0, description="Longest text accepted, in characters.")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if name not in CATALOGUE:
+            raise ValueError(UnknownModel(name).message)
+        return name
+
+    @model_validator(mode="after")
+    def _catalogue_defaults(self) -> EmbeddingSettings:
+        # Explicit settings win; the rest come from the chosen entry, so MEMEX_EMBEDDING_MODEL
+        # alone is enough to switch models with the right pooling and prefixes.
+        entry: EmbeddingModel = lookup(self.model)
+        values = {
+            "model_dir": entry.path(),
+            "max_tokens": entry.max_tokens,
+            "pooling": entry.pooling,
+            "query_prefix": entry.query_prefix,
+            "document_prefix": entry.document_prefix,
+        }
+        for name in _FROM_CATALOGUE:
+            if name not in self.model_fields_set:
+                object.__setattr__(self, name, values[name])
+        return self
