@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -194,6 +194,9 @@ bench: bench-embedding bench-retrieval bench-reasoner bench-orchestrator bench-g
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-embedders: install models $(TEST_EMBED_MODELS) ## Embedding speed of each catalogue model against MiniLM
+	$(PY) benchmarks/bench_embedders.py $(BENCH_ARGS)
 
 bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
 	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)
