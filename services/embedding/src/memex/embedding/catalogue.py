@@ -18,7 +18,7 @@ from memex.shared.settings import default_cache_dir
 
 # The model the embedding service loads when MEMEX_EMBEDDING_MODEL is unset (and `make models`
 # prepares). The Makefile reads this line too; keep it one plain assignment.
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_MODEL = "bge-small-en-v1.5"
 
 # bge's instruction for retrieval queries (its model card); passages get none.
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
