@@ -85,3 +85,26 @@ def test_prepare_refuses_a_tampered_jar_and_writes_nothing(tmp_path: Path) -> No
     with pytest.raises(FailedPrecondition, match="the pin says"):
         prepare(model, repository, tmp_path / "models")
     assert not (tmp_path / "models").exists()
+
+
+def _model_folder(tmp_path: Path, model_id: str) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "memex_embedding.json").write_text(f'{{"model_id": "{model_id}"}}')
+    return folder
+
+
+def test_a_model_folder_of_a_catalogue_model_brings_that_entrys_settings(tmp_path: Path) -> None:
+    folder = _model_folder(tmp_path, "sentence-transformers/all-MiniLM-L6-v2")
+    settings = EmbeddingSettings(model_dir=folder)
+    assert (settings.model, settings.pooling, settings.query_prefix) == (
+        "all-MiniLM-L6-v2",
+        "mean",
+        "",
+    )
+
+
+def test_a_model_folder_that_contradicts_the_model_setting_is_refused(tmp_path: Path) -> None:
+    folder = _model_folder(tmp_path, "sentence-transformers/all-MiniLM-L6-v2")
+    with pytest.raises(ValidationError, match="holds all-MiniLM-L6-v2, but MEMEX_EMBEDDING_MODEL"):
+        EmbeddingSettings(model="bge-small-en-v1.5", model_dir=folder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +16,7 @@ from memex.embedding.catalogue import (
     UnknownModel,
     lookup,
 )
+from memex.embedding.engine import METADATA_FILE
 from memex.shared.settings import ServiceSettings
 
 # What a catalogue entry decides unless the environment sets it explicitly.
@@ -81,6 +83,19 @@ class EmbeddingSettings(ServiceSettings):
     def _catalogue_defaults(self) -> EmbeddingSettings:
         # Explicit settings win; the rest come from the chosen entry, so MEMEX_EMBEDDING_MODEL
         # alone is enough to switch models with the right pooling and prefixes.
+        given = self.model_fields_set
+        if "model_dir" in given:
+            # A folder of a catalogue model brings that entry's pooling and prefixes: a MiniLM
+            # folder must not be run with bge's CLS pooling because the default changed.
+            folder_model = _catalogue_name(self.model_dir)
+            if folder_model and "model" not in given:
+                object.__setattr__(self, "model", folder_model)
+            elif folder_model and folder_model != self.model:
+                raise ValueError(
+                    f"MEMEX_EMBEDDING_MODEL_DIR {self.model_dir} holds {folder_model}, but "
+                    f"MEMEX_EMBEDDING_MODEL is {self.model}: set one of them, or both to the "
+                    "same model"
+                )
         entry: EmbeddingModel = lookup(self.model)
         values = {
             "model_dir": entry.path(),
@@ -90,6 +105,16 @@ class EmbeddingSettings(ServiceSettings):
             "document_prefix": entry.document_prefix,
         }
         for name in _FROM_CATALOGUE:
-            if name not in self.model_fields_set:
+            if name not in given:
                 object.__setattr__(self, name, values[name])
         return self
+
+
+def _catalogue_name(model_dir: Path) -> str:
+    """The catalogue entry whose model the folder's metadata names; empty for any other."""
+    try:
+        metadata = json.loads((model_dir / METADATA_FILE).read_text())
+    except (OSError, ValueError):
+        return ""
+    model_id = metadata.get("model_id") if isinstance(metadata, dict) else None
+    return next((m.name for m in CATALOGUE.values() if m.model_id == model_id), "")
