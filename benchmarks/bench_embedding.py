@@ -25,8 +25,8 @@ from pathlib import Path
 
 import grpc
 
-from memex.embedding.config import default_model_dir
-from memex.embedding.engine import OnnxEmbedder
+from memex.embedding.config import EmbeddingSettings
+from memex.embedding.core import load_embedder
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.health import wait_until_serving
 from memex.shared.testing import SHARED_DATA, free_port
@@ -79,15 +79,15 @@ async def main() -> int:
     if not corpus.is_dir():
         print(f"skipped: {corpus} is missing (the reference data beside the checkout)")
         return 0
-    model_dir = default_model_dir()
+    settings = EmbeddingSettings()  # the default catalogue model, as the service loads it
     queries, docs = load_texts(corpus, args.texts)
-    embedder = OnnxEmbedder(model_dir)
+    embedder = load_embedder(settings)
 
     port = free_port()
     env = {
         **os.environ,
         "MEMEX_EMBEDDING_PORT": str(port),
-        "MEMEX_EMBEDDING_MODEL_DIR": str(model_dir),
+        "MEMEX_EMBEDDING_MODEL": settings.model,
     }
     service = subprocess.Popen(  # noqa: ASYNC220 - once, before anything is measured
         [sys.executable, "-m", "memex.embedding"], env=env, stderr=subprocess.DEVNULL

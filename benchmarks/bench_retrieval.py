@@ -9,8 +9,12 @@
    nDCG@10 and Recall@100 per channel and fused. Then an RRF sweep (k, keyword weight) over the
    same per-channel lists, fused by the service's own ``fusion.rrf``, with 2-fold cross-validation
    so the tuned figure is measured on queries it was not tuned on.
-   The vault and the store are kept in the cache, so a rerun re-embeds nothing; indexing
-   throughput is measured on a fresh store with a sample of the corpus in every run.
+   The vault and the store are kept in the cache, one per embedder (``--embedder NAME``, a
+   catalogue name; default the service's default model), so a rerun re-embeds nothing; indexing
+   throughput is measured on a fresh store with a sample of the corpus in every run
+   (``--sample-docs``, 0 skips it; the first full index's throughput is kept and shown too).
+   ``--subset-queries Q --subset-docs D`` runs on a deterministic subset (``beir.subset``) when
+   the full corpus takes too long to embed.
 2. Scale (in-process, store level). Search latency without query embedding (Searcher.search with
    the query vectors precomputed by the embedding service), p50/p99, at the corpus size (~5k
    chunks) and at --big chunks (default 200k) built from it: each synthetic chunk's vector is a
@@ -37,9 +41,17 @@ import grpc
 from bench_retrieval_scale import scale_report
 
 from memex.common.v1 import common_pb2
-from memex.embedding.config import default_model_dir
+from memex.embedding.catalogue import CATALOGUE, DEFAULT_MODEL
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
-from memex.retrieval.bench.beir import Beir, dedupe, load, ndcg_at, recall_at, write_vault
+from memex.retrieval.bench.beir import (
+    Beir,
+    dedupe,
+    load,
+    ndcg_at,
+    recall_at,
+    subset,
+    write_vault,
+)
 from memex.retrieval.fusion import rrf
 from memex.retrieval.store.base import Hit
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
@@ -53,7 +65,6 @@ SINGLE = {
     "graph": common_pb2.CHANNEL_GRAPH,
 }
 NAMES = {v: k for k, v in SINGLE.items()}
-SAMPLE_DOCS = 300
 PARALLEL = 4
 LATENCY_QUERIES = 300
 
@@ -179,14 +190,18 @@ def sweep(
 async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Part 1; returns what part 2 needs (query vectors, store folder)."""
     data = load(args.beir, args.split)
+    if args.subset_queries or args.subset_docs:
+        data = subset(
+            data, args.subset_queries or len(data.queries), args.subset_docs or len(data.corpus)
+        )
     print(
         f"{args.beir.name}: {len(data.corpus)} documents, {len(data.queries)} queries "
-        f"with qrels ({args.split})"
+        f"with qrels ({args.split}); embedder {args.embedder}"
     )
     vault, store = work / "vault", work / "store"
     stems = write_vault(data, vault)
     sample_vault = work / "sample-vault"
-    write_vault(data, sample_vault, sorted(data.corpus)[:SAMPLE_DOCS])
+    write_vault(data, sample_vault, sorted(data.corpus)[: args.sample_docs])
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     eport, rport, sport = free_port(), free_port(), free_port()
@@ -202,7 +217,7 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "memex.embedding",
             {
                 "MEMEX_EMBEDDING_PORT": str(eport),
-                "MEMEX_EMBEDDING_MODEL_DIR": str(default_model_dir()),
+                "MEMEX_EMBEDDING_MODEL": args.embedder,
             },
             logs / "embedding.log",
         )
@@ -241,7 +256,9 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ):
             stub = retrieval_pb2_grpc.RetrievalServiceStub(rchan)
             full = await index(stub, vault)
-            sample = await index(retrieval_pb2_grpc.RetrievalServiceStub(schan), sample_vault)
+            sample = retrieval_pb2.IndexSummary()
+            if args.sample_docs:
+                sample = await index(retrieval_pb2_grpc.RetrievalServiceStub(schan), sample_vault)
             first = work / "first-index.json"
             if full.chunks_embedded:
                 first.write_text(
@@ -292,6 +309,8 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     print("\nindexing throughput:")
     for label, s in (("this run, fresh store, sample", sample), ("this run, cached corpus", full)):
+        if label.endswith("sample") and not args.sample_docs:
+            continue
         if s.chunks_embedded:
             print(
                 f"  {label}: {s.added} notes, {s.chunks_embedded} chunks in {s.seconds:.1f}s = "
@@ -331,6 +350,12 @@ async def main() -> int:
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--rrf-k", type=float, default=None)
     parser.add_argument("--keyword-weight", type=float, default=None)
+    parser.add_argument("--embedder", default=DEFAULT_MODEL, choices=sorted(CATALOGUE))
+    parser.add_argument("--subset-queries", type=int, default=0, help="0: all queries")
+    parser.add_argument("--subset-docs", type=int, default=0, help="0: the whole corpus")
+    parser.add_argument(
+        "--sample-docs", type=int, default=300, help="fresh-store indexing sample; 0 skips it"
+    )
     args = parser.parse_args()
     if not args.beir.is_dir():
         print(f"skipped: {args.beir} is missing (the reference data beside the checkout)")
@@ -341,7 +366,10 @@ async def main() -> int:
     args.rrf_k = args.rrf_k if args.rrf_k is not None else defaults.rrf_k
     if args.keyword_weight is None:
         args.keyword_weight = defaults.keyword_weight
-    work = default_cache_dir() / "bench" / "retrieval" / args.beir.name
+    name = args.beir.name
+    if args.subset_queries or args.subset_docs:
+        name += f"-q{args.subset_queries}-d{args.subset_docs}"
+    work = default_cache_dir() / "bench" / "retrieval" / name / args.embedder
     work.mkdir(parents=True, exist_ok=True)
     print(f"retrieval benchmark on {os.cpu_count()} CPUs; work folder {work}")
     started = time.perf_counter()

@@ -13,7 +13,10 @@ import pytest
 from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import require
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# A whole stack up, index, ask, chat, forget and down: with bge-small-en-v1.5 (12 layers) as the
+# embedder it took about 120 s on a 2-core machine loaded to 7-10 (MiniLM: 99 s), at the edge
+# of the default timeout; the other e2e modules allow 900 s.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
 NOTES = {
     "Flat lease.md": "---\ntitle: Flat lease\ndate: 2026-02-01\n---\n# Deposit\nGraham agreed to "

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.embedding.config import default_model_dir
+from memex.embedding.config import EmbeddingSettings, default_model_dir
+from memex.embedding.core import load_embedder
 from memex.embedding.engine import OnnxEmbedder
 from memex.shared.testing import require
 
@@ -19,5 +20,5 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(model_dir: Path) -> OnnxEmbedder:
-    """One loaded model shared by the tests of this session."""
-    return OnnxEmbedder(model_dir)
+    """The default model, loaded once with its catalogue settings (pooling, token limit)."""
+    return load_embedder(EmbeddingSettings(model_dir=model_dir))

@@ -9,6 +9,7 @@ import grpc
 import numpy as np
 import pytest
 
+from memex.embedding.catalogue import DEFAULT_MODEL, lookup
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.server import build
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
@@ -31,7 +32,7 @@ async def test_embed_returns_one_vector_per_text_in_order(
     stub: embedding_pb2_grpc.EmbeddingServiceAsyncStub,
 ) -> None:
     reply = await stub.Embed(embedding_pb2.EmbedRequest(texts=["alpha", "", "gamma"]))
-    assert reply.model_id == "sentence-transformers/all-MiniLM-L6-v2"
+    assert reply.model_id == lookup(DEFAULT_MODEL).model_id
     assert reply.dimension == 384
     assert len(reply.embeddings) == 3
     assert all(len(e.values) == 384 for e in reply.embeddings)

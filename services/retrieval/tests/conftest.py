@@ -23,7 +23,7 @@ from memex.shared.testing import require, serving
 
 @pytest.fixture
 async def embedding_addr() -> AsyncIterator[str]:
-    """The real embedding service (ONNX MiniLM prepared by `make models`)."""
+    """The real embedding service (the default catalogue model, prepared by `make models`)."""
     model = require(default_model_dir() / "model.onnx", "run `make models`").parent
     settings = EmbeddingSettings(port=0, model_dir=model)
     async with serving(build_embedding(settings)) as running:

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from memex.shared.settings import ServiceSettings, default_cache_dir
+from memex.embedding.catalogue import (
+    CATALOGUE,
+    DEFAULT_MODEL,
+    EmbeddingModel,
+    UnknownModel,
+    lookup,
+)
+from memex.embedding.engine import METADATA_FILE
+from memex.shared.settings import ServiceSettings
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# What a catalogue entry decides unless the environment sets it explicitly.
+_FROM_CATALOGUE = ("model_dir", "max_tokens", "pooling", "query_prefix", "document_prefix")
 
 
 def default_model_dir() -> Path:
-    """Where `make models` puts the exported default model."""
-    return default_cache_dir() / "models" / DEFAULT_MODEL
+    """Where `make models` puts the default catalogue model (``DEFAULT_MODEL``)."""
+    return lookup(DEFAULT_MODEL).path()
 
 
 class EmbeddingSettings(ServiceSettings):
@@ -24,9 +34,15 @@ class EmbeddingSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="MEMEX_EMBEDDING_")
 
     port: int = Field(50051, ge=0, le=65535, description="gRPC port; 0 picks a free one.")
+    model: str = Field(
+        DEFAULT_MODEL,
+        description=f"Catalogue model to load ({', '.join(CATALOGUE)}); it sets the model "
+        "folder, pooling, prefixes and token limit unless those are set explicitly.",
+    )
     model_dir: Path = Field(
         default_factory=default_model_dir,
-        description="Folder with model.onnx and tokenizer.json (any sentence-embedding export).",
+        description="Folder with model.onnx and tokenizer.json (any sentence-embedding export); "
+        "default: the catalogue model's folder in the model cache.",
     )
     model_id: str = Field(
         "", description="Name reported to clients; empty uses the model folder's."
@@ -55,3 +71,50 @@ class EmbeddingSettings(ServiceSettings):
     )
     max_texts: int = Field(256, gt=0, description="Most texts one Embed call may carry.")
     max_text_chars: int = Field(20_000, gt=0, description="Longest text accepted, in characters.")
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if name not in CATALOGUE:
+            raise ValueError(UnknownModel(name).message)
+        return name
+
+    @model_validator(mode="after")
+    def _catalogue_defaults(self) -> EmbeddingSettings:
+        # Explicit settings win; the rest come from the chosen entry, so MEMEX_EMBEDDING_MODEL
+        # alone is enough to switch models with the right pooling and prefixes.
+        given = self.model_fields_set
+        if "model_dir" in given:
+            # A folder of a catalogue model brings that entry's pooling and prefixes: a MiniLM
+            # folder must not be run with bge's CLS pooling because the default changed.
+            folder_model = _catalogue_name(self.model_dir)
+            if folder_model and "model" not in given:
+                object.__setattr__(self, "model", folder_model)
+            elif folder_model and folder_model != self.model:
+                raise ValueError(
+                    f"MEMEX_EMBEDDING_MODEL_DIR {self.model_dir} holds {folder_model}, but "
+                    f"MEMEX_EMBEDDING_MODEL is {self.model}: set one of them, or both to the "
+                    "same model"
+                )
+        entry: EmbeddingModel = lookup(self.model)
+        values = {
+            "model_dir": entry.path(),
+            "max_tokens": entry.max_tokens,
+            "pooling": entry.pooling,
+            "query_prefix": entry.query_prefix,
+            "document_prefix": entry.document_prefix,
+        }
+        for name in _FROM_CATALOGUE:
+            if name not in given:
+                object.__setattr__(self, name, values[name])
+        return self
+
+
+def _catalogue_name(model_dir: Path) -> str:
+    """The catalogue entry whose model the folder's metadata names; empty for any other."""
+    try:
+        metadata = json.loads((model_dir / METADATA_FILE).read_text())
+    except (OSError, ValueError):
+        return ""
+    model_id = metadata.get("model_id") if isinstance(metadata, dict) else None
+    return next((m.name for m in CATALOGUE.values() if m.model_id == model_id), "")

@@ -69,11 +69,9 @@ class EmbeddingCore:
         return await self._batcher.embed(texts)
 
 
-@contextlib.asynccontextmanager
-async def open_core(settings: EmbeddingSettings) -> AsyncIterator[EmbeddingCore]:
-    """Loads the model (off the event loop, so health answers meanwhile) and starts batching."""
-    embedder = await asyncio.to_thread(
-        OnnxEmbedder,
+def load_embedder(settings: EmbeddingSettings) -> OnnxEmbedder:
+    """The ONNX model the settings name, with their pooling, token limit and threads."""
+    return OnnxEmbedder(
         settings.model_dir,
         model_id=settings.model_id,
         max_tokens=settings.max_tokens,
@@ -84,6 +82,12 @@ async def open_core(settings: EmbeddingSettings) -> AsyncIterator[EmbeddingCore]
         intra_op_threads=settings.intra_op_threads,
         spin_wait=settings.spin_wait,
     )
+
+
+@contextlib.asynccontextmanager
+async def open_core(settings: EmbeddingSettings) -> AsyncIterator[EmbeddingCore]:
+    """Loads the model (off the event loop, so health answers meanwhile) and starts batching."""
+    embedder = await asyncio.to_thread(load_embedder, settings)
     async with DynamicBatcher(
         embedder.embed,
         max_batch_texts=settings.max_batch_texts,

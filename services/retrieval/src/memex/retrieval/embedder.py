@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import grpc
 import numpy as np
@@ -15,11 +15,17 @@ from numpy.typing import NDArray
 
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.client import open_channel
-from memex.shared.errors import InvalidArgument, Unavailable
+from memex.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
+
+if TYPE_CHECKING:
+    from memex.retrieval.store.base import Store
 
 log = logging.getLogger(__name__)
 Kind = Literal["query", "document"]
 SERVICE = "memex.embedding.v1.EmbeddingService"
+# Per-tenant store metadata: the embedding model the tenant's vectors were made with. Written at
+# the end of each indexing run, once every note and record carries that model's vectors.
+MODEL_META = "embedding-model"
 
 
 class Embedder(Protocol):
@@ -108,3 +114,17 @@ async def open_embedder(address: str, timeout: float, wait_s: float) -> AsyncIte
         yield GrpcEmbedder(channel, info, timeout)
     finally:
         await channel.close()
+
+
+async def check_model(store: Store, tenant: str, model_id: str) -> None:
+    """FailedPrecondition if the tenant's vectors were made by another embedding model: a query
+    vector of one model compared with another's document vectors ranks nonsense, silently.
+    A tenant indexed before the model was recorded passes (its next run records it)."""
+    indexed_with = await store.get_meta(tenant, MODEL_META)
+    if indexed_with and indexed_with != model_id:
+        raise FailedPrecondition(
+            f"tenant {tenant!r} was indexed with the embedding model {indexed_with!r} but the "
+            f"embedding service runs {model_id!r}, and vectors of different models cannot be "
+            "compared: re-index (`memex index VAULT` re-embeds every note and record) or set "
+            "MEMEX_EMBEDDING_MODEL back to the model it was indexed with"
+        )

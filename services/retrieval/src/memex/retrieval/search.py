@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memex.retrieval import metrics
-from memex.retrieval.embedder import Embedder
+from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.notes import EntityMatcher
@@ -148,6 +148,7 @@ class Searcher:
     async def search(self, query: Query) -> SearchResult:
         """Embeds the query, runs the channels, fuses and adjusts; see the module doc."""
         channels, k = self._check(query)
+        await check_model(self._store, query.tenant, self._embedder.model_id)
         started = time.perf_counter()
         vector = (await self._embedder.embed([query.text], "query"))[0]
         embedded = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -78,3 +79,24 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> floa
 def dedupe(doc_ids: list[str]) -> list[str]:
     """Document ranking from a chunk ranking: each document at its best chunk's place."""
     return list(dict.fromkeys(doc_ids))
+
+
+def subset(data: Beir, queries: int, docs: int) -> Beir:
+    """A deterministic smaller benchmark: ``queries`` queries spread evenly over the sorted
+    query ids, and a corpus of every document they judge relevant plus distractors (documents
+    in sha256-of-id order) up to ``docs`` documents. Scores on it are higher than on the full
+    corpus (fewer distractors); it is for comparing settings when the full run is too slow."""
+    qids = sorted(data.queries)
+    step = max(1, len(qids) // max(1, queries))
+    kept = qids[::step][:queries]
+    relevant = {d for q in kept for d in data.qrels[q]}
+    others = sorted(
+        (d for d in data.corpus if d not in relevant),
+        key=lambda d: hashlib.sha256(d.encode()).hexdigest(),
+    )
+    ids = sorted(relevant) + others[: max(0, docs - len(relevant))]
+    return Beir(
+        corpus={d: data.corpus[d] for d in ids},
+        queries={q: data.queries[q] for q in kept},
+        qrels={q: data.qrels[q] for q in kept},
+    )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from memex.retrieval import metrics
-from memex.retrieval.embedder import Embedder
+from memex.retrieval.embedder import MODEL_META, Embedder
 from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.notes import (
@@ -107,10 +107,18 @@ class Indexer:
         summary.skipped += [(s.rel, s.reason) for s in scan.skipped]
         # Remembered so a forget can say whether the note's file is still in the vault.
         await self._store.set_meta(tenant, tombstones.VAULT_META, str(vault))
+        model = self._embedder.model_id
+        indexed_with = await self._store.get_meta(tenant, MODEL_META)
+        if indexed_with and indexed_with != model:
+            # Notes and record files re-embed through their fingerprints (they hash the model
+            # id); records written through the API have no file to compare, so re-embed them.
+            await self._reembed_api_records(tenant, summary)
         await self._sync_records(tenant, scan.record_files, summary, full)
         matcher = await self.entity_matcher(tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
         await self.refresh_mentions(tenant, matcher)
+        # Only now is every vector of this model: searches refused until here (check_model).
+        await self._store.set_meta(tenant, MODEL_META, model)
         summary.seconds = time.perf_counter() - started
         for outcome in ("added", "updated", "removed", "unchanged"):
             metrics.NOTES_INDEXED.labels(outcome).inc(getattr(summary, outcome))
@@ -154,6 +162,12 @@ class Indexer:
             if source != "api" and source not in present:
                 await self._delete_refs(tenant, refs, summary)
                 await self._store.set_meta(tenant, f"records-file:{source}", "")
+
+    async def _reembed_api_records(self, tenant: str, summary: IndexSummary) -> None:
+        refs = (await self._store.record_sources(tenant)).get("api", set())
+        if refs:
+            records = await self._store.get_records(tenant, sorted(refs))
+            await self.upsert_records(tenant, list(records.values()), summary)
 
     async def _delete_refs(self, tenant: str, refs: set[str], summary: IndexSummary) -> None:
         by_collection: dict[str, list[str]] = {}
