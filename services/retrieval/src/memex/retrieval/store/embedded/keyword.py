@@ -66,6 +66,9 @@ def migrate_shared(conn: sqlite3.Connection) -> None:
             source, col = _SHARED[kind], _COLUMN[kind]
             tenants = [r[0] for r in conn.execute(f"SELECT DISTINCT tenant FROM {kind}")]
             for tenant in tenants:
+                # A shared table next to per-tenant ones means older code wrote to the store
+                # after a migration: the shared table is the newer, so it wins.
+                conn.execute(f"DROP TABLE IF EXISTS {table(tenant, kind)}")
                 target = ensure(conn, tenant, kind)
                 conn.execute(
                     f"INSERT INTO {target} (rowid, {col}) SELECT f.rowid, f.{col} "
