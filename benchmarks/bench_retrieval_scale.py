@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import re
@@ -89,6 +90,7 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
         for text in texts[:20]:  # warm the page cache
             await searcher.search(Query(TENANT, text))
         latencies = [(await searcher.search(Query(TENANT, t))).search_ms for t in texts]
+        steps = await breakdown(store, searcher, texts, vectors)
         hits = 0
         sample = vectors[:RECALL_QUERIES]
         for q in sample:
@@ -107,9 +109,72 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
             "ann_mib": ann.index.memory_usage / 2**20,
             "load_s": load_s,
             "db_mib": (store_dir / "memex.db").stat().st_size / 2**20,
+            "steps": steps,
         }
     finally:
         await store.close()
+
+
+def _sql(store: EmbeddedStore, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    return store._conn.execute(sql, params).fetchall()
+
+
+def _pcts(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    return statistics.median(values), values[int(0.99 * (len(values) - 1))]
+
+
+async def breakdown(
+    store: EmbeddedStore, searcher: Searcher, texts: list[str], vectors: NDArray[np.float32]
+) -> dict[str, tuple[float, float]]:
+    """p50/p99 ms of each step of a default search, each timed alone on the same queries:
+    the channels as the Searcher calls them (default filter: no sensitive notes), their raw
+    parts (HNSW alone, the FTS5 ranking alone, the FTS5 query joined to chunks and notes as
+    before the per-tenant tables), graph expansion and hydrating the fused candidates."""
+    from memex.retrieval.fusion import rrf
+    from memex.retrieval.store.embedded import keyword
+    from memex.retrieval.store.embedded.schema import match_expression
+
+    flt = searcher._filters(Query(TENANT, "x").filters)
+    depth = searcher._t.depth
+    ann = store._index(TENANT, "chunks")
+    table = keyword.table(TENANT, "chunks")
+    rank_only = (
+        f"SELECT rowid, -bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
+        "ORDER BY s DESC LIMIT ?"
+    )
+    joined = (
+        f"SELECT c.id, -bm25({table}) AS s FROM {table} JOIN chunks c ON c.rowid = {table}.rowid "
+        "JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
+        f"WHERE {table} MATCH ? AND c.tenant = ? AND n.sensitive = 0 ORDER BY s DESC, c.id LIMIT ?"
+    )
+    times: dict[str, list[float]] = {}
+
+    def lap(name: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(name, []).append((now - started) * 1000)
+        return now
+
+    for text, vector in zip(texts, vectors, strict=True):
+        expression = match_expression(text) or '""'
+        t = time.perf_counter()
+        vec = await store.search_chunks_vector(TENANT, vector, depth, flt)
+        t = lap("vector channel (HNSW + filter + ids)", t)
+        await store._run(functools.partial(ann.search, vector, 4 * depth))
+        t = lap("  HNSW alone, 4 x depth neighbours", t)
+        kw = await store.search_chunks_keyword(TENANT, text, depth, flt)
+        t = lap("keyword channel (FTS5 rank + filter + ids)", t)
+        await store._run(functools.partial(_sql, store, rank_only, (expression, 4 * depth + 1)))
+        t = lap("  FTS5 ranking alone", t)
+        await store._run(functools.partial(_sql, store, joined, (expression, TENANT, depth)))
+        t = lap("  FTS5 joined to chunks+notes (old path)", t)
+        found = {"vector": vec, "keyword": kw}
+        await searcher._graph(Query(TENANT, text), vector, flt, found)
+        t = lap("graph channel", t)
+        fused, seen = rrf(found, searcher._t.weights, searcher._t.rrf_k)
+        await searcher._materialize(TENANT, fused, seen)
+        lap("hydrate the fused candidates (all, with texts)", t)
+    return {name: _pcts(values) for name, values in times.items()}
 
 
 async def build_big(source: Path, target: Path, corpus: list[str], total: int) -> float:
@@ -201,6 +266,11 @@ async def scale_report(
             f"  {r['chunks']:>8}{r['p50']:>9.1f}{r['p99']:>9.1f}{r['recall']:>15.3f}"
             f"{r['rss_delta']:>9.0f}{r['ann_mib']:>10.0f}{r['db_mib']:>12.0f}{r['load_s']:>14.2f}"
         )
+    print("\n  steps, each timed alone (p50 / p99 ms):")
+    print(f"  {'step':<48}" + "".join(f"{r['chunks']:>18}" for r in rows))
+    for name in rows[0]["steps"]:
+        cells = "".join(f"{r['steps'][name][0]:>9.1f}{r['steps'][name][1]:>9.1f}" for r in rows)
+        print(f"  {name:<48}{cells}")
     small, large = rows
     per = (large["rss_delta"] - small["rss_delta"]) / ((large["chunks"] - small["chunks"]) / 1e5)
     print(

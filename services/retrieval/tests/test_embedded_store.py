@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memex.retrieval.store.base import SearchFilter
-from memex.retrieval.store.embedded import EmbeddedStore
+from memex.retrieval.store.embedded import EmbeddedStore, keyword
 from memex.retrieval.testing import DIM, axis, note
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
@@ -59,5 +59,40 @@ async def test_dimension_is_checked(tmp_path: Path) -> None:
     try:
         with pytest.raises(InvalidArgument, match="dimensions"):
             await store.search_chunks_vector("t", [1.0, 0.0], 1, SearchFilter())
+    finally:
+        await store.close()
+
+
+async def test_a_shared_keyword_table_of_schema_1_is_split_per_tenant(tmp_path: Path) -> None:
+    """Stores written before keyword tables were per tenant had one ``chunks_fts`` for every
+    tenant; opening one moves each tenant's rows into its own table and drops the shared one."""
+    store = await EmbeddedStore.open(tmp_path, DIM)
+    for tenant, words in (("a", "boat harbour"), ("b", "harbour log")):
+        await store.upsert_note(tenant, note(f"{tenant} note", [(words, axis(0))]))
+    expected = {t: await store.search_chunks_keyword(t, "harbour", 5, SearchFilter()) for t in "ab"}
+
+    def to_schema_1() -> None:
+        conn = store._conn
+        conn.execute(
+            "CREATE VIRTUAL TABLE chunks_fts USING fts5(search_text, "
+            f"tokenize = '{keyword.TOKENIZE}')"
+        )
+        for tenant in "ab":
+            table = keyword.table(tenant, "chunks")
+            conn.execute(
+                f"INSERT INTO chunks_fts (rowid, search_text) SELECT rowid, search_text FROM {table}"
+            )
+            conn.execute(f"DROP TABLE {table}")
+
+    await store._run(to_schema_1)
+    await store.close()
+    store = await EmbeddedStore.open(tmp_path, DIM)
+    try:
+        assert not await store._run(lambda: keyword.exists(store._conn, "chunks_fts"))
+        for tenant in "ab":
+            assert (
+                await store.search_chunks_keyword(tenant, "harbour", 5, SearchFilter())
+                == (expected[tenant])
+            )
     finally:
         await store.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memex.retrieval.store.base import Condition, SearchFilter, Sort, Store
 from memex.retrieval.testing import axis, note, record, vec
 
@@ -27,6 +29,30 @@ async def test_keyword_bm25_ranks_and_or_semantics(store: Store) -> None:
     assert {h.id for h in hits} == {ids["Old"], ids["New"], ids["Secret"]}
     assert all(h.score > 0 for h in hits)
     assert hits == sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+async def test_keyword_ranking_ignores_other_tenants(store: Store) -> None:
+    """BM25 statistics are the tenant's own: another tenant writing many notes that hold a query
+    word changes neither the scores nor the order of this tenant's keyword hits."""
+    notes = [
+        note("Boat", [("alice sold the boat at the harbour", vec(1, 0))]),
+        note("Harbour", [("the harbour was quiet; a boat came in late", vec(1, 0.1))]),
+        note("Garden", [("tomatoes and a boat shaped planter", vec(0, 1))]),
+    ]
+    for n in notes:
+        await store.upsert_note("a", n)
+    query = "boat harbour"
+    before = await store.search_chunks_keyword("a", query, 10, ALL)
+    assert len(before) == 3
+    for i in range(40):
+        await store.upsert_note("b", note(f"Log {i}", [(f"harbour log entry {i}", vec(0, 1))]))
+    after = await store.search_chunks_keyword("a", query, 10, ALL)
+    assert [h.id for h in after] == [h.id for h in before]
+    assert [h.score for h in after] == pytest.approx([h.score for h in before], rel=1e-9)
+    # The other tenant's words really do weigh there: "harbour" is common in b, rare in a.
+    theirs = await store.search_chunks_keyword("b", "harbour", 50, ALL)
+    assert len(theirs) == 40
+    assert theirs[0].score < before[0].score
 
 
 async def test_keyword_query_syntax_is_inert(store: Store) -> None:

@@ -24,7 +24,8 @@ from memex.retrieval.store.base import (
     SearchFilter,
     StoreStats,
 )
-from memex.retrieval.store.embedded.schema import match_expression, note_filter
+from memex.retrieval.store.embedded import keyword
+from memex.retrieval.store.embedded.schema import is_trivial, match_expression, note_filter
 
 _NOTE_COLS = (
     "n.id, n.path, n.title, n.date, n.fingerprint, n.tags, n.sensitive, n.salience, n.record_keys"
@@ -101,7 +102,9 @@ def _drop_note(conn: sqlite3.Connection, tenant: str, note_id: str) -> list[int]
         "SELECT rowid, id FROM chunks WHERE tenant = ? AND note_id = ?", (tenant, note_id)
     ).fetchall()
     old = [r[0] for r in rows]
-    conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(r,) for r in old])
+    fts = keyword.table(tenant, "chunks")
+    if old and keyword.exists(conn, fts):
+        conn.executemany(f"DELETE FROM {fts} WHERE rowid = ?", [(r,) for r in old])
     conn.executemany(
         "DELETE FROM mentions WHERE tenant = ? AND chunk_id = ?", [(tenant, r[1]) for r in rows]
     )
@@ -121,6 +124,7 @@ def replace_note(
 ) -> tuple[list[int], list[int]]:
     """Replaces a note and everything derived from it; returns (old rowids, new rowids)."""
     old = _drop_note(conn, tenant, note.id)
+    fts = keyword.ensure(conn, tenant, "chunks")
     conn.execute(
         "INSERT INTO notes (tenant, id, path, title, date, fingerprint, tags, record_keys, "
         "frontmatter, sensitive, salience) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -174,7 +178,7 @@ def replace_note(
         rowid = int(cur.lastrowid or 0)
         new.append(rowid)
         conn.execute(
-            "INSERT INTO chunks_fts (rowid, search_text) VALUES (?, ?)", (rowid, chunk.search_text)
+            f"INSERT INTO {fts} (rowid, search_text) VALUES (?, ?)", (rowid, chunk.search_text)
         )
         conn.executemany(
             "INSERT OR IGNORE INTO mentions (tenant, entity_id, chunk_id) VALUES (?, ?, ?)",
@@ -204,8 +208,8 @@ def note_traces(
     conn: sqlite3.Connection, tenant: str, note_id: str, chunk_ids: list[str]
 ) -> tuple[dict[str, int], list[int]]:
     """Counts of every row kept for a note, and the rowids of its chunks (for the ANN check).
-    Keyword rows include any FTS row whose chunk is gone: the FTS table has no note column, so
-    a row orphaned by an interrupted delete can only be found that way."""
+    Keyword rows include any row of the tenant's FTS table whose chunk is gone: the FTS table
+    has no note column, so a row orphaned by an interrupted delete can only be found that way."""
     rowids = [
         int(r[0])
         for r in conn.execute(
@@ -218,14 +222,18 @@ def note_traces(
     def count(sql: str, *args: Any) -> int:
         return int(conn.execute(sql, args).fetchone()[0])
 
-    fts = count(
-        "SELECT COUNT(*) FROM chunks_fts WHERE rowid IN (SELECT value FROM json_each(?))",
-        _ids(rowids),
-    )
-    orphans = count(
-        "SELECT COUNT(*) FROM chunks_fts f WHERE NOT EXISTS "
-        "(SELECT 1 FROM chunks c WHERE c.rowid = f.rowid)"
-    )
+    table = keyword.table(tenant, "chunks")
+    fts = orphans = 0
+    if keyword.exists(conn, table):
+        fts = count(
+            f"SELECT COUNT(*) FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))",
+            _ids(rowids),
+        )
+        orphans = count(
+            f"SELECT COUNT(*) FROM {table} f WHERE NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.rowid = f.rowid AND c.tenant = ?)",
+            tenant,
+        )
     counts = {
         "notes": count("SELECT COUNT(*) FROM notes WHERE tenant = ? AND id = ?", tenant, note_id),
         "chunks": len(rowids),
@@ -403,16 +411,50 @@ def chunk_ids(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, str]:
 def keyword_chunks(
     conn: sqlite3.Connection, tenant: str, query: str, k: int, flt: SearchFilter
 ) -> list[Hit]:
-    """BM25 over chunk search text; FTS5's bm25() is negative, so it is negated."""
+    """BM25 over the tenant's chunk search text, best first, ties by chunk id.
+
+    The tenant's own FTS5 table is ranked alone first (FTS5's bm25() is negative, so it is
+    negated): joining every matching row to its chunk and note, as a filter needs, costs more
+    than the ranking itself. A filter is then applied to 4k of the best rows, which is enough
+    for broad filters such as "no sensitive notes". When too few pass, or rows tied with the
+    k-th fall beyond what was read, one joined query ranks exactly."""
     expression = match_expression(query)
-    if expression is None:
+    table = keyword.table(tenant, "chunks")
+    if expression is None or k <= 0 or not keyword.exists(conn, table):
         return []
+    trivial = is_trivial(flt)
+    limit = (k if trivial else 4 * k) + 1
+    scored = [
+        (int(r[0]), float(r[1]))
+        for r in conn.execute(
+            f"SELECT rowid, -bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
+            "ORDER BY s DESC LIMIT ?",
+            (expression, limit),
+        )
+    ]
+    kept = scored
+    if not trivial and scored:
+        ok = set(chunk_candidates(conn, tenant, flt, [key for key, _ in scored]))
+        kept = [(key, s) for key, s in scored if key in ok]
+    complete = len(scored) < limit or (len(kept) >= k and kept[k - 1][1] > scored[-1][1])
+    if not complete:
+        return _keyword_joined(conn, tenant, table, expression, k, flt)
+    ids = chunk_ids(conn, [key for key, _ in kept])
+    hits = [Hit(id=ids[key], score=s) for key, s in kept if key in ids]
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[:k]
+
+
+def _keyword_joined(
+    conn: sqlite3.Connection, tenant: str, table: str, expression: str, k: int, flt: SearchFilter
+) -> list[Hit]:
+    """Every matching row joined to its chunk and note, filtered, ranked exactly."""
     where, params = note_filter(flt)
     rows = conn.execute(
-        "SELECT c.id, -bm25(chunks_fts) AS s FROM chunks_fts "
-        "JOIN chunks c ON c.rowid = chunks_fts.rowid "
+        f"SELECT c.id, -bm25({table}) AS s FROM {table} "
+        f"JOIN chunks c ON c.rowid = {table}.rowid "
         "JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
-        f"WHERE chunks_fts MATCH ? AND c.tenant = ? AND {where} ORDER BY s DESC, c.id LIMIT ?",
+        f"WHERE {table} MATCH ? AND c.tenant = ? AND {where} ORDER BY s DESC, c.id LIMIT ?",
         (expression, tenant, *params, k),
     )
     return [Hit(id=r[0], score=float(r[1])) for r in rows]
@@ -470,15 +512,8 @@ def stats(conn: sqlite3.Connection, tenant: str) -> StoreStats:
 
 
 def delete_tenant(conn: sqlite3.Connection, tenant: str) -> None:
-    """Deletes every row of a tenant, FTS rows included."""
-    conn.execute(
-        "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE tenant = ?)",
-        (tenant,),
-    )
-    conn.execute(
-        "DELETE FROM records_fts WHERE rowid IN (SELECT rowid FROM records WHERE tenant = ?)",
-        (tenant,),
-    )
+    """Deletes every row of a tenant, its keyword tables included."""
+    keyword.drop(conn, tenant)
     for table in (
         "notes",
         "note_keys",

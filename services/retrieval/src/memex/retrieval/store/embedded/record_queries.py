@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memex.retrieval.store.base import Hit, Record, SearchFilter
+from memex.retrieval.store.embedded import keyword
 from memex.retrieval.store.embedded.queries import _RECORD_COLS, _bump, _ids, _record
 from memex.retrieval.store.embedded.schema import match_expression, record_filter
 
@@ -22,7 +23,9 @@ def _drop_record(conn: sqlite3.Connection, tenant: str, collection: str, rid: st
     ).fetchone()
     if row is None:
         return None
-    conn.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+    fts = keyword.table(tenant, "records")
+    if keyword.exists(conn, fts):
+        conn.execute(f"DELETE FROM {fts} WHERE rowid = ?", (row[0],))
     conn.execute("DELETE FROM record_refs WHERE record_rowid = ?", (row[0],))
     conn.execute("DELETE FROM records WHERE rowid = ?", (row[0],))
     return int(row[0])
@@ -37,6 +40,7 @@ def upsert_records(
     """Replaces records; returns (old rowids, [(new rowid, vector)] for records with vectors)."""
     old: list[int] = []
     added: list[tuple[int, NDArray[np.float32]]] = []
+    fts = keyword.ensure(conn, tenant, "records")
     for record, vector in zip(records, vectors, strict=True):
         gone = _drop_record(conn, tenant, record.collection, record.id)
         if gone is not None:
@@ -59,7 +63,7 @@ def upsert_records(
             ),
         )
         rowid = int(cur.lastrowid or 0)
-        conn.execute("INSERT INTO records_fts (rowid, text) VALUES (?, ?)", (rowid, record.text))
+        conn.execute(f"INSERT INTO {fts} (rowid, text) VALUES (?, ?)", (rowid, record.text))
         conn.executemany(
             "INSERT OR IGNORE INTO record_refs (tenant, entity_id, record_rowid) VALUES (?, ?, ?)",
             [(tenant, ref, rowid) for ref in record.entity_refs],
@@ -150,15 +154,16 @@ def record_refs_by_rowid(conn: sqlite3.Connection, rowids: list[int]) -> dict[in
 def keyword_records(
     conn: sqlite3.Connection, tenant: str, query: str, k: int, flt: SearchFilter
 ) -> list[Hit]:
-    """BM25 over record text."""
+    """BM25 over the tenant's record text (its own FTS5 table: its own statistics)."""
     expression = match_expression(query)
-    if expression is None:
+    fts = keyword.table(tenant, "records")
+    if expression is None or not keyword.exists(conn, fts):
         return []
     where, params = record_filter(flt)
     rows = conn.execute(
-        "SELECT r.collection || ':' || r.id AS ref, -bm25(records_fts) AS s FROM records_fts "
-        "JOIN records r ON r.rowid = records_fts.rowid "
-        f"WHERE records_fts MATCH ? AND r.tenant = ? AND {where} ORDER BY s DESC, ref LIMIT ?",
+        f"SELECT r.collection || ':' || r.id AS ref, -bm25({fts}) AS s FROM {fts} "
+        f"JOIN records r ON r.rowid = {fts}.rowid "
+        f"WHERE {fts} MATCH ? AND r.tenant = ? AND {where} ORDER BY s DESC, ref LIMIT ?",
         (expression, tenant, *params, k),
     )
     return [Hit(id=r[0], score=float(r[1])) for r in rows]

@@ -1,8 +1,9 @@
 """The embedded store's SQLite schema and the filter fragments its queries are built from.
 
 SQLite is the source of truth (WAL, synchronous=FULL: a committed transaction survives a crash
-or power cut). The FTS5 tables are the keyword index, written in the same transaction as the
-rows they index. Vectors are stored here too, as float32 blobs; the ANN index is derived from them.
+or power cut). The FTS5 tables are the keyword index, one per tenant and kind (``keyword.py``),
+written in the same transaction as the rows they index. Vectors are stored here too, as float32
+blobs; the ANN index is derived from them.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import sqlite3
 from typing import Any
 
 from memex.retrieval.store.base import SearchFilter
+from memex.retrieval.store.embedded import keyword
 
-SCHEMA_VERSION = 1
+# 2: one keyword (FTS5) table per tenant and kind instead of one shared table (keyword.py).
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -45,9 +48,6 @@ CREATE TABLE IF NOT EXISTS chunks (
   "end" INTEGER NOT NULL, vector BLOB NOT NULL, UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS chunks_note ON chunks (tenant, note_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-  search_text, tokenize = 'porter unicode61 remove_diacritics 2'
-);
 CREATE TABLE IF NOT EXISTS mentions (
   tenant TEXT NOT NULL, entity_id TEXT NOT NULL, chunk_id TEXT NOT NULL,
   PRIMARY KEY (tenant, entity_id, chunk_id)
@@ -64,9 +64,6 @@ CREATE TABLE IF NOT EXISTS record_refs (
   PRIMARY KEY (tenant, entity_id, record_rowid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS record_refs_row ON record_refs (record_rowid);
-CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
-  text, tokenize = 'porter unicode61 remove_diacritics 2'
-);
 CREATE TABLE IF NOT EXISTS meta (
   tenant TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tenant, key)
 ) WITHOUT ROWID;
@@ -91,6 +88,7 @@ def connect(path: str) -> sqlite3.Connection:
     # not stay readable in free pages of the file (docs/retrieval.md, "Forgetting a note").
     conn.execute("PRAGMA secure_delete=ON")
     conn.executescript(SCHEMA)
+    keyword.migrate_shared(conn)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return conn
 

@@ -27,7 +27,7 @@ from memex.retrieval.store.base import (
     StoreStats,
     Vector,
 )
-from memex.retrieval.store.embedded import queries, record_queries
+from memex.retrieval.store.embedded import keyword, queries, record_queries
 from memex.retrieval.store.embedded.ann import AnnIndex
 from memex.retrieval.store.embedded.schema import connect, is_trivial
 from memex.retrieval.store.filters import apply_query
@@ -392,14 +392,13 @@ class EmbeddedStore:
 
     async def scrub(self, tenant: str) -> bool:
         """See ``Store.scrub``. Rows are zeroed on delete (``secure_delete``); FTS5 keeps a
-        deleted chunk's terms in older index segments until they are merged, so the keyword
-        index is merged whole ("optimize"), then the WAL, which still holds the pages as they
-        were, is checkpointed and truncated. False when a reader kept the WAL from being reset."""
+        deleted chunk's terms in older index segments until they are merged, so the tenant's
+        keyword tables are merged whole ("optimize"), then the WAL, which still holds the pages
+        as they were, is checkpointed and truncated. False when a reader kept the WAL from being
+        reset."""
 
         def work() -> bool:
-            self._write(
-                lambda c: c.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
-            )
+            self._write(lambda c: _optimize(c, tenant))
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             return not busy
 
@@ -433,6 +432,13 @@ class EmbeddedStore:
     def memory_bytes(self) -> int:
         """Approximate bytes held by the in-memory ANN indexes (for the benchmark)."""
         return sum(int(ann.index.memory_usage) for ann in self._ann.values())
+
+
+def _optimize(conn: sqlite3.Connection, tenant: str) -> None:
+    for kind in ("chunks", "records"):
+        table = keyword.table(tenant, kind)
+        if keyword.exists(conn, table):
+            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
 
 
 def _hits(pairs: Any) -> list[Hit]:
