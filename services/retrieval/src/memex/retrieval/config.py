@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from memex.retrieval.fusion import Fusion
 from memex.shared.settings import ServiceSettings, default_data_dir
 
 
@@ -44,6 +45,11 @@ class RetrievalSettings(ServiceSettings):
     )
     # k and the keyword weight were tuned on BEIR scifact-train with 2-fold cross-validation
     # (benchmarks/bench_retrieval.py): both halves chose k=5, keyword 1.25 (k=60, 1.0: -0.012).
+    fusion: Fusion = Field(
+        "rrf",
+        description="How channels are fused: rrf (weighted Reciprocal Rank Fusion), or convex "
+        "fusion of per-channel normalised raw scores: minmax or zscore (docs/retrieval.md).",
+    )
     rrf_k: float = Field(5.0, gt=0, description="Reciprocal Rank Fusion constant k.")
     vector_weight: float = Field(1.0, ge=0, description="RRF weight of the vector channel.")
     keyword_weight: float = Field(1.25, ge=0, description="RRF weight of the keyword channel.")
@@ -51,6 +57,36 @@ class RetrievalSettings(ServiceSettings):
     beliefs_weight: float = Field(0.5, ge=0, description="RRF weight of the beliefs channel.")
     observations_weight: float = Field(
         0.5, ge=0, description="RRF weight of the observations channel."
+    )
+    rerank: Literal["off", "cross-encoder", "bi-encoder"] = Field(
+        "off",
+        description="Rerank the fused top rerank_depth with an ONNX model in rerank_model_dir: a "
+        "cross-encoder (one logit per query/passage pair) or a sentence encoder used pointwise.",
+    )
+    rerank_model_dir: Path | None = Field(
+        None, description="Folder with the rerank model's model.onnx and tokenizer.json."
+    )
+    rerank_depth: int = Field(
+        30, gt=0, le=1000, description="Fused candidates the reranker rescores (at least k)."
+    )
+    rerank_weight: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Share of the model in the reranked score: 1 orders by the model alone, "
+        "0 keeps the fused order (both min-max normalised over the candidates).",
+    )
+    rerank_max_tokens: int = Field(
+        512, gt=8, description="Tokens per (query, passage) pair; the passage is cut first."
+    )
+    rerank_pooling: Literal["cls", "mean"] = Field(
+        "cls", description="Pooling of a bi-encoder reranker's last hidden state."
+    )
+    rerank_query_prefix: str = Field(
+        "", description="Text put before the query for a bi-encoder reranker (an instruction)."
+    )
+    rerank_threads: int = Field(
+        0, ge=0, description="ONNX Runtime threads of the reranker; 0 lets it choose."
     )
     recency_half_life_days: float = Field(
         180.0, ge=0, description="Recency half-life; 0 turns the recency adjustment off."
@@ -103,3 +139,12 @@ class RetrievalSettings(ServiceSettings):
     weaviate_timeout_seconds: float = Field(
         60.0, gt=0, description="Timeout of one Weaviate query (writes get twice as long)."
     )
+
+    @model_validator(mode="after")
+    def _rerank_needs_a_model(self) -> RetrievalSettings:
+        if self.rerank != "off" and self.rerank_model_dir is None:
+            raise ValueError(
+                f"MEMEX_RETRIEVAL_RERANK={self.rerank} needs MEMEX_RETRIEVAL_RERANK_MODEL_DIR "
+                "(a folder with model.onnx and tokenizer.json); or set MEMEX_RETRIEVAL_RERANK=off"
+            )
+        return self
