@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import grpc
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from pydantic import ValidationError
-from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
 from memex.retrieval.config import RetrievalSettings
+from memex.retrieval.core import open_core
 from memex.retrieval.rerank import combine, order
 from memex.retrieval.rerank_onnx import (
     BiEncoderRescorer,
@@ -23,10 +25,13 @@ from memex.retrieval.rerank_onnx import (
     open_reranker,
 )
 from memex.retrieval.search import Filters, Query, Searcher, Tuning
+from memex.retrieval.server import build
 from memex.retrieval.store.embedded import EmbeddedStore
 from memex.retrieval.testing import DIM, note, vec
+from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.shared.testing import serving
 
-WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "a", "b", "c", "d", "e"]
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "sailing", "tomatoes"]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 VOCAB = {w: i for i, w in enumerate([*SPECIAL, *WORDS])}
 
@@ -34,6 +39,7 @@ VOCAB = {w: i for i, w in enumerate([*SPECIAL, *WORDS])}
 def write_tokenizer(folder: Path) -> None:
     """A word-level BERT-style tokenizer: [CLS] query [SEP] passage [SEP], passage type 1."""
     tok = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -317,3 +323,41 @@ def test_bi_encoder_refuses_a_graph_without_vectors(model_dir: Path) -> None:
     onnx.save(overlap_graph(logits_shape=("batch",)), str(model_dir / "model.onnx"))
     with pytest.raises(RerankModelError, match="first output has rank 1; a sentence encoder"):
         BiEncoderRescorer(model_dir)
+
+
+async def test_the_service_reranks_and_reports_the_model_score(
+    tmp_path: Path, embedding_addr: str, vault: Path, model_dir: Path
+) -> None:
+    settings = RetrievalSettings(
+        port=0,
+        embedding_addr=embedding_addr,
+        store_dir=tmp_path / "store",
+        recency_half_life_days=0,
+        fusion="minmax",
+        rerank="cross-encoder",
+        rerank_model_dir=model_dir,
+    )
+    async with (
+        serving(build(settings)) as running,
+        grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel,
+    ):
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        async for _ in stub.IndexVault(retrieval_pb2.IndexVaultRequest(vault_path=str(vault))):
+            pass
+        reply = await stub.Search(retrieval_pb2.SearchRequest(query="Sailing or tomatoes?", k=3))
+    items = list(reply.items)
+    assert len(items) == 3 and all(i.HasField("rerank_score") for i in items)
+    # The two notes that say "sailing" or "tomatoes" once each lead; the model's score decides.
+    assert [i.rerank_score for i in items] == sorted((i.rerank_score for i in items), reverse=True)
+    assert items[0].rerank_score >= 1 and items[0].score == 1.0
+    assert all(c.rank > 0 for i in items for c in i.channel_scores) and items[0].fused_score > 0
+    assert all(not i.sensitive for i in items)
+
+
+async def test_a_bad_rerank_model_stops_the_service_before_it_starts(tmp_path: Path) -> None:
+    settings = RetrievalSettings(
+        port=0, store_dir=tmp_path / "store", rerank="bi-encoder", rerank_model_dir=tmp_path
+    )
+    with pytest.raises(RerankModelError, match=r"has no model\.onnx"):
+        async with open_core(settings):
+            pass
