@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -92,11 +93,34 @@ def fusion_study(lists: Lists, chunk_doc: dict[str, str], data: Beir) -> list[st
             rows.setdefault(label, []).append(score(s, qids))
         for label, values in rows.items():
             lines.append(f"  {label:<14}" + "".join(f"{v:>8.4f}" for v in values))
+    per_query: dict[str, dict[str, float]] = {}
     for name, grid in (*grids.items(), ("any", [s for g in grids.values() for s in g])):
         held, picks = cross_validate(grid, score, qids)
         chosen = ", ".join(f"{_label(p)} -> {s:.4f}" for p, s in picks)
         lines.append(f"  2-fold CV, {name}: held-out nDCG@10 {held:.4f} (picks: {chosen})")
+        folds = [qids[1::2], qids[0::2]]  # the halves each pick was scored on
+        per_query[name] = {
+            q: ndcg_at(rankings(pick)[q], data.qrels[q])
+            for (pick, _), test in zip(picks, folds, strict=True)
+            for q in test
+        }
+    for name in ("minmax", "zscore"):
+        diff, low, high = paired_bootstrap(per_query[name], per_query["rrf"])
+        lines.append(
+            f"  held-out {name} - rrf: {diff:+.4f} nDCG@10 (paired bootstrap 95% CI "
+            f"{low:+.4f} .. {high:+.4f})"
+        )
     return lines
+
+
+def paired_bootstrap(
+    a: dict[str, float], b: dict[str, float], rounds: int = 2000
+) -> tuple[float, float, float]:
+    """Mean of per-query ``a - b`` and its 95% bootstrap interval (queries resampled, seed 0)."""
+    diffs = [a[q] - b[q] for q in sorted(a)]
+    rng = random.Random(0)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(rounds))
+    return statistics.fmean(diffs), means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
 
 
 def _label(setting: Setting) -> str:
@@ -148,10 +172,19 @@ def rerank_study(
     ]
     held, picks = cross_validate(weights, score, qids)
     gain = held - base
+    folds = [qids[1::2], qids[0::2]]
+    tuned = {
+        q: ndcg_at(ranking(w, q), data.qrels[q])
+        for (w, _), test in zip(picks, folds, strict=True)
+        for q in test
+    }
+    fused_only = {q: ndcg_at(ranking(0.0, q), data.qrels[q]) for q in qids}
+    _, low, high = paired_bootstrap(tuned, fused_only)
     ms.sort()
     per_ms = gain / max(statistics.median(ms), 1e-9)
     lines.append(
-        f"  2-fold CV: held-out nDCG@10 {held:.4f} vs fused {base:.4f} ({gain:+.4f}; picks "
+        f"  2-fold CV: held-out nDCG@10 {held:.4f} vs fused {base:.4f} ({gain:+.4f}, paired "
+        f"bootstrap 95% CI {low:+.4f} .. {high:+.4f}; picks "
         + ", ".join(f"w={p} -> {s:.4f}" for p, s in picks)
         + ")"
     )
