@@ -178,15 +178,15 @@ class Searcher:
             item.score = item.fused * item.recency * item.salience
         ranked = sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))
         if self._reranker is not None:
-            ranked = await self._rerank(query.text, ranked[: max(self._t.rerank_depth, k)])
+            head = ranked[: max(self._t.rerank_depth, k)]
+            ranked = await self._rerank(self._reranker, query.text, head)
         ranked = ranked[:k]
         done = time.perf_counter()
         return SearchResult(ranked, (embedded - started) * 1000, (done - embedded) * 1000)
 
-    async def _rerank(self, text: str, head: list[Item]) -> list[Item]:
+    async def _rerank(self, reranker: Reranker, text: str, head: list[Item]) -> list[Item]:
         """Rescores the candidates with the reranker and reorders them; only items that passed
         the filters are candidates, so a rerank can never bring back a filtered item."""
-        assert self._reranker is not None
         if not head:
             return head
         # A chunk is judged with its title and heading path, as it was embedded and indexed.
@@ -195,7 +195,7 @@ class Searcher:
         ]
         started = time.perf_counter()
         # The model is CPU-bound: off the event loop, so other requests keep being served.
-        model = await asyncio.to_thread(self._reranker.score, text, passages)
+        model = await asyncio.to_thread(reranker.score, text, passages)
         metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
         combined = combine([i.score for i in head], model, self._t.rerank_weight)
         for item, value, raw in zip(head, combined, model, strict=True):
