@@ -8,13 +8,16 @@
    channels), k=100; chunk rankings become document rankings at each document's best chunk.
    nDCG@10 and Recall@100 per channel and fused. Then an RRF sweep (k, keyword weight) over the
    same per-channel lists, fused by the service's own ``fusion.rrf``, with 2-fold cross-validation
-   so the tuned figure is measured on queries it was not tuned on.
-   The vault and the store are kept in the cache, one per embedder (``--embedder NAME``, a
-   catalogue name; default the service's default model), so a rerun re-embeds nothing; indexing
-   throughput is measured on a fresh store with a sample of the corpus in every run
-   (``--sample-docs``, 0 skips it; the first full index's throughput is kept and shown too).
-   ``--subset-queries Q --subset-docs D`` runs on a deterministic subset (``beir.subset``) when
-   the full corpus takes too long to embed.
+    so the tuned figure is measured on queries it was not tuned on; then RRF against convex fusion
+    of normalised scores (bench_fusion.fusion_study), each tuned the same way. The per-channel
+    lists are saved in the work folder, where ``bench_fusion.py --rerank-model DIR`` reads them to
+    measure a reranker on them without the services.
+    The vault and the store are kept in the cache, one per embedder (``--embedder NAME``, a
+    catalogue name; default the service's default model), so a rerun re-embeds nothing; indexing
+    throughput is measured on a fresh store with a sample of the corpus in every run
+    (``--sample-docs``, 0 skips it; the first full index's throughput is kept and shown too).
+    ``--subset-queries Q --subset-docs D`` runs on a deterministic subset (``beir.subset``) when
+    the full corpus takes too long to embed.
 2. Scale (in-process, store level). Search latency without query embedding (Searcher.search with
    the query vectors precomputed by the embedding service), p50/p99, at the corpus size (~5k
    chunks) and at --big chunks (default 200k) built from it: each synthetic chunk's vector is a
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from bench_fusion import LISTS_FILE, fusion_study, passage_texts, save_lists
 from bench_retrieval_scale import scale_report
 
 from memex.common.v1 import common_pb2
@@ -52,7 +56,7 @@ from memex.retrieval.bench.beir import (
     subset,
     write_vault,
 )
-from memex.retrieval.fusion import rrf
+from memex.retrieval.fusion import FUSIONS, rrf
 from memex.retrieval.store.base import Hit
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.health import wait_until_serving
@@ -103,10 +107,11 @@ async def index(stub: Any, vault: Path, tenant: str = "") -> retrieval_pb2.Index
 
 
 async def search_all(
-    stub: Any, data: Beir, stems: dict[str, str], rrf_k: float
+    stub: Any, data: Beir, stems: dict[str, str], passages: dict[str, str]
 ) -> tuple[dict[str, dict[str, list[Hit]]], dict[str, list[str]], list[float], dict[str, str]]:
     """Per query: each single channel's chunk hits, the fused document ranking, the fused
-    call's server-side search time, and chunk id -> doc id."""
+    call's server-side search time, and chunk id -> doc id; fills ``passages`` (chunk id ->
+    the text the service indexed)."""
     lists: dict[str, dict[str, list[Hit]]] = {}
     fused: dict[str, list[str]] = {}
     search_ms: list[float] = []
@@ -120,6 +125,7 @@ async def search_all(
                 reply = await stub.Search(
                     retrieval_pb2.SearchRequest(query=text, channels=[channel], k=100)
                 )
+                passages.update(passage_texts(reply.items))
                 hits = []
                 for item in reply.items:
                     chunk_doc[item.id] = stems[Path(item.provenance.path).stem]
@@ -211,6 +217,7 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "MEMEX_RETRIEVAL_RECENCY_HALF_LIFE_DAYS": "0",
         "MEMEX_RETRIEVAL_RRF_K": str(args.rrf_k),
         "MEMEX_RETRIEVAL_KEYWORD_WEIGHT": str(args.keyword_weight),
+        "MEMEX_RETRIEVAL_FUSION": args.fusion,
     }
     procs = [
         start(
@@ -270,7 +277,8 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         }
                     )
                 )
-            lists, fused, search_ms, chunk_doc = await search_all(stub, data, stems, args.rrf_k)
+            passages: dict[str, str] = {}
+            lists, fused, search_ms, chunk_doc = await search_all(stub, data, stems, passages)
             estub = embedding_pb2_grpc.EmbeddingServiceStub(echan)
             qtexts = list(data.queries.values())
             qvecs: list[list[float]] = []
@@ -300,11 +308,15 @@ async def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     ndcg, recall = evaluate(fused, data, qids)
     best_name = max(SINGLE, key=lambda n: results[n][0])
     gain = ndcg - results[best_name][0]
-    label = f"fused (RRF k={args.rrf_k:g}, kw={args.keyword_weight:g})"
+    method = f"RRF k={args.rrf_k:g}" if args.fusion == "rrf" else args.fusion
+    label = f"fused ({method}, kw={args.keyword_weight:g})"
     print(f"  {label:<28}{ndcg:>9.4f}{recall:>12.4f}")
     mark = "ok" if gain >= 0.02 else "MISS"
     print(f"  fused - best single ({best_name}): {gain:+.4f} nDCG@10 (target +0.02) {mark}")
     for line in sweep(lists, chunk_doc, data):
+        print("  " + line)
+    save_lists(work / LISTS_FILE, lists, chunk_doc, passages)
+    for line in fusion_study(lists, chunk_doc, data):
         print("  " + line)
 
     print("\nindexing throughput:")
@@ -356,6 +368,7 @@ async def main() -> int:
     parser.add_argument(
         "--sample-docs", type=int, default=300, help="fresh-store indexing sample; 0 skips it"
     )
+    parser.add_argument("--fusion", choices=FUSIONS, default=None, help="the service's fusion")
     args = parser.parse_args()
     if not args.beir.is_dir():
         print(f"skipped: {args.beir} is missing (the reference data beside the checkout)")
@@ -364,6 +377,7 @@ async def main() -> int:
 
     defaults = RetrievalSettings()
     args.rrf_k = args.rrf_k if args.rrf_k is not None else defaults.rrf_k
+    args.fusion = args.fusion or defaults.fusion
     if args.keyword_weight is None:
         args.keyword_weight = defaults.keyword_weight
     name = args.beir.name

@@ -17,6 +17,8 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
+from memex.gateway.cli.records_commands import format_item
+from memex.gateway.present import SearchHit
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.testing import free_port
@@ -429,3 +431,16 @@ async def test_ask_falls_back_to_the_one_shot_call_on_an_older_stack(stack: Any)
     assert code == 0 and out.startswith("£1,030 came back.")
     code, _, err = await memex(env, "ask", "cut off")
     assert code == 1 and "the answer ended before it was finished" in err
+
+
+def test_explain_shows_a_rerank_when_one_ran() -> None:
+    plain = format_item(1, SearchHit.from_proto(ITEM), explain=True)
+    assert "= 0.02970" in plain and "reranked" not in plain
+    reranked = opb.MemoryItem()
+    reranked.CopyFrom(ITEM)
+    reranked.rerank_score, reranked.score = 4.25, 0.8
+    hit = SearchHit.from_proto(reranked)
+    assert hit.rerank_score == 4.25 and SearchHit.from_proto(ITEM).rerank_score is None
+    text = format_item(1, hit, explain=True)
+    assert "vector #2 (0.7)" in text and "fused 0.03000 x recency 0.900" in text
+    assert "reranked: model 4.25 -> 0.80000" in text

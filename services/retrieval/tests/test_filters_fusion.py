@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from memex.retrieval.fusion import recency_factor, rrf, salience_factor
+from memex.retrieval.fusion import convex, fuse, normalise, recency_factor, rrf, salience_factor
 from memex.retrieval.store.base import Condition, Hit, Record, Sort
 from memex.retrieval.store.filters import apply_query, check_condition
 from memex.shared.errors import InvalidArgument
@@ -62,6 +62,30 @@ def test_rrf_weights_and_ranks() -> None:
     assert fused["b"] == pytest.approx(1 / 62 + 2 / 61)
     assert fused["a"] == pytest.approx(1 / 61)
     assert [(c.channel, c.rank) for c in seen["b"]] == [("vector", 2), ("keyword", 1)]
+
+
+def test_normalise_minmax_and_zscore() -> None:
+    hits = [Hit("a", 10.0), Hit("b", 6.0), Hit("c", 2.0)]
+    assert normalise(hits, "minmax") == [1.0, 0.5, 0.0]
+    std = (32 / 3) ** 0.5
+    assert normalise(hits, "zscore") == pytest.approx([8 / std, 4 / std, 0.0])
+    assert normalise([Hit("a", 0.3), Hit("b", 0.3)], "minmax") == [1.0, 1.0]
+    assert normalise([], "zscore") == []
+
+
+def test_convex_fusion_weights_normalised_scores_and_keeps_raw_ones() -> None:
+    channels = {
+        "vector": [Hit("a", 0.9), Hit("b", 0.7), Hit("c", 0.5)],
+        "keyword": [Hit("c", 12.0), Hit("a", 4.0)],
+    }
+    fused, seen = convex(channels, {"vector": 1.0, "keyword": 2.0}, "minmax")
+    assert fused == pytest.approx({"a": 1.0, "b": 0.5, "c": 2.0})
+    assert [(c.channel, c.rank, c.score) for c in seen["a"]] == [
+        ("vector", 1, 0.9),
+        ("keyword", 2, 4.0),
+    ]
+    assert fuse(channels, {}, "rrf", 60)[0] == rrf(channels, {}, 60)[0]
+    assert fuse(channels, {}, "zscore", 60)[0] == convex(channels, {}, "zscore")[0]
 
 
 def test_adjustments() -> None:

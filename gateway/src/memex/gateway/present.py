@@ -117,11 +117,19 @@ class SearchHit(BaseModel):
     tags: list[str]
     provenance: Provenance
     channel_scores: list[ChannelScore] = Field(description="The channels that found it.")
-    fused_score: float = Field(description="Reciprocal Rank Fusion score before adjustments.")
+    fused_score: float = Field(
+        description="Fused score before adjustments (RRF or convex fusion, as configured)."
+    )
     recency_factor: float
     salience_factor: float
-    score: float = Field(description="fused x recency x salience; results are in its order.")
+    score: float = Field(
+        description="fused x recency x salience, or the reranked score (0..1) after a rerank; "
+        "results are in its order."
+    )
     attributes: dict[str, Any]
+    rerank_score: float | None = Field(
+        None, description="The rerank model's raw score; null when no reranker ran."
+    )
 
     @classmethod
     def from_proto(cls, i: opb.MemoryItem) -> SearchHit:
@@ -149,6 +157,7 @@ class SearchHit(BaseModel):
             salience_factor=i.salience_factor,
             score=i.score,
             attributes=json_format.MessageToDict(i.attributes),
+            rerank_score=i.rerank_score if i.HasField("rerank_score") else None,
         )
 
 

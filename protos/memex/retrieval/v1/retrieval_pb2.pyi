@@ -68,6 +68,7 @@ class RetrievedItem(_message.Message):
     SALIENCE_FACTOR_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     ATTRIBUTES_FIELD_NUMBER: _builtins.int
+    RERANK_SCORE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Chunk id or "collection:id"."""
     kind: Global___ItemKind.ValueType
@@ -78,12 +79,18 @@ class RetrievedItem(_message.Message):
     collection: _builtins.str
     """Collection of a record; empty for chunks."""
     fused_score: _builtins.float
-    """Reciprocal Rank Fusion score before adjustments."""
+    """Fused score before adjustments (Reciprocal Rank Fusion, or convex fusion of normalised
+    channel scores, as the service is configured).
+    """
     recency_factor: _builtins.float
     """Multipliers applied after fusion."""
     salience_factor: _builtins.float
     score: _builtins.float
-    """Final score; items are returned in descending order of it."""
+    """Final score; items are returned in descending order of it. Without a rerank it is
+    fused_score x recency_factor x salience_factor; after one, the reranked score (0..1).
+    """
+    rerank_score: _builtins.float
+    """The rerank model's raw score (SPEC B5), present only when a reranker rescored the item."""
     @_builtins.property
     def provenance(self) -> _common_pb2.Provenance: ...
     @_builtins.property
@@ -110,12 +117,15 @@ class RetrievedItem(_message.Message):
         salience_factor: _builtins.float = ...,
         score: _builtins.float = ...,
         attributes: _struct_pb2.Struct | None = ...,
+        rerank_score: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "provenance", b"provenance"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "attributes", b"attributes", "provenance", b"provenance", "rerank_score", b"rerank_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "channel_scores", b"channel_scores", "citation", b"citation", "collection", b"collection", "fused_score", b"fused_score", "id", b"id", "kind", b"kind", "provenance", b"provenance", "recency_factor", b"recency_factor", "salience_factor", b"salience_factor", "score", b"score", "sensitive", b"sensitive", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "attributes", b"attributes", "channel_scores", b"channel_scores", "citation", b"citation", "collection", b"collection", "fused_score", b"fused_score", "id", b"id", "kind", b"kind", "provenance", b"provenance", "recency_factor", b"recency_factor", "rerank_score", b"rerank_score", "salience_factor", b"salience_factor", "score", b"score", "sensitive", b"sensitive", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__rerank_score: _TypeAlias = _typing.Literal["rerank_score"]  # noqa: Y015
+    _WhichOneofArgType__rerank_score: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rerank_score) -> _WhichOneofReturnType__rerank_score | None: ...
 
 Global___RetrievedItem: _TypeAlias = RetrievedItem  # noqa: Y015
 

@@ -145,10 +145,15 @@ def format_item(rank: int, item: SearchHit, explain: bool) -> str:
     if explain:
         ranks = "  ".join(f"{c.channel} #{c.rank} ({c.score:.4g})" for c in item.channel_scores)
         lines.append(f"    channels: {ranks or 'none'}")
-        lines.append(
-            f"    fused {item.fused_score:.5f} x recency {item.recency_factor:.3f} "
-            f"x salience {item.salience_factor:.3f} = {item.score:.5f}"
+        adjusted = (
+            f"fused {item.fused_score:.5f} x recency {item.recency_factor:.3f} "
+            f"x salience {item.salience_factor:.3f}"
         )
+        if item.rerank_score is None:
+            lines.append(f"    {adjusted} = {item.score:.5f}")
+        else:
+            rerank = f"reranked: model {item.rerank_score:.4g} -> {item.score:.5f}"
+            lines.append(f"    {adjusted}; {rerank}")
     return "\n".join(lines)
 
 

@@ -69,6 +69,7 @@ def shown_item(item: retrieval_pb2.RetrievedItem) -> ShownItem:
         recency_factor=item.recency_factor,
         salience_factor=item.salience_factor,
         attributes=attributes,
+        rerank_score=item.rerank_score if item.HasField("rerank_score") else None,
     )
 
 

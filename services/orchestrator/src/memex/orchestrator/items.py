@@ -33,6 +33,7 @@ class ShownItem:
     recency_factor: float = 1.0
     salience_factor: float = 1.0
     attributes: dict[str, Any] = field(default_factory=dict)
+    rerank_score: float | None = None  # set only when retrieval reranked the item
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ def item_pb(item: ShownItem) -> pb.MemoryItem:
         salience_factor=item.salience_factor,
         score=item.score,
         attributes=_struct(item.attributes),
+        rerank_score=item.rerank_score,
     )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from memex.retrieval.fusion import Fusion
 from memex.shared.settings import ServiceSettings, default_data_dir
 
 
@@ -42,15 +43,55 @@ class RetrievalSettings(ServiceSettings):
     channel_depth: int = Field(
         100, gt=0, description="Candidates each channel contributes to fusion."
     )
-    # k and the keyword weight were tuned on BEIR scifact-train with 2-fold cross-validation
+    # RRF's k and the keyword weight were tuned on BEIR scifact-train with 2-fold cross-validation
     # (benchmarks/bench_retrieval.py): both halves chose k=5, keyword 1.25 (k=60, 1.0: -0.012).
+    # Convex min-max fusion beat RRF on BEIR scifact-train, held out by 2-fold cross-validation:
+    # nDCG@10 0.7385 against 0.7286 (+0.0099, paired bootstrap 95% CI +0.0034..+0.0162); both
+    # halves chose keyword weight 1.25 for it, the weight RRF was tuned to as well.
+    fusion: Fusion = Field(
+        "minmax",
+        description="How channels are fused: rrf (weighted Reciprocal Rank Fusion), or convex "
+        "fusion of per-channel normalised raw scores: minmax or zscore (docs/retrieval.md).",
+    )
     rrf_k: float = Field(5.0, gt=0, description="Reciprocal Rank Fusion constant k.")
-    vector_weight: float = Field(1.0, ge=0, description="RRF weight of the vector channel.")
-    keyword_weight: float = Field(1.25, ge=0, description="RRF weight of the keyword channel.")
-    graph_weight: float = Field(0.5, ge=0, description="RRF weight of the graph channel.")
-    beliefs_weight: float = Field(0.5, ge=0, description="RRF weight of the beliefs channel.")
+    vector_weight: float = Field(1.0, ge=0, description="Fusion weight of the vector channel.")
+    keyword_weight: float = Field(
+        1.25, ge=0, description="Fusion weight of the keyword channel (RRF or convex)."
+    )
+    graph_weight: float = Field(0.5, ge=0, description="Fusion weight of the graph channel.")
+    beliefs_weight: float = Field(0.5, ge=0, description="Fusion weight of the beliefs channel.")
     observations_weight: float = Field(
-        0.5, ge=0, description="RRF weight of the observations channel."
+        0.5, ge=0, description="Fusion weight of the observations channel."
+    )
+    rerank: Literal["off", "cross-encoder", "bi-encoder"] = Field(
+        "off",
+        description="Rerank the fused top rerank_depth with an ONNX model in rerank_model_dir: a "
+        "cross-encoder (one logit per query/passage pair) or a sentence encoder used pointwise.",
+    )
+    rerank_model_dir: Path | None = Field(
+        None, description="Folder with the rerank model's model.onnx and tokenizer.json."
+    )
+    rerank_depth: int = Field(
+        30, gt=0, le=1000, description="Fused candidates the reranker rescores (at least k)."
+    )
+    rerank_weight: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Share of the model in the reranked score: 1 orders by the model alone, "
+        "0 keeps the fused order (both min-max normalised over the candidates).",
+    )
+    rerank_max_tokens: int = Field(
+        512, gt=8, description="Tokens per (query, passage) pair; the passage is cut first."
+    )
+    rerank_pooling: Literal["cls", "mean"] = Field(
+        "cls", description="Pooling of a bi-encoder reranker's last hidden state."
+    )
+    rerank_query_prefix: str = Field(
+        "", description="Text put before the query for a bi-encoder reranker (an instruction)."
+    )
+    rerank_threads: int = Field(
+        0, ge=0, description="ONNX Runtime threads of the reranker; 0 lets it choose."
     )
     recency_half_life_days: float = Field(
         180.0, ge=0, description="Recency half-life; 0 turns the recency adjustment off."
@@ -121,3 +162,12 @@ class RetrievalSettings(ServiceSettings):
         description="How long a call keeps retrying on other nodes after a node is lost "
         "(with weaviate_nodes only).",
     )
+
+    @model_validator(mode="after")
+    def _rerank_needs_a_model(self) -> RetrievalSettings:
+        if self.rerank != "off" and self.rerank_model_dir is None:
+            raise ValueError(
+                f"MEMEX_RETRIEVAL_RERANK={self.rerank} needs MEMEX_RETRIEVAL_RERANK_MODEL_DIR "
+                "(a folder with model.onnx and tokenizer.json); or set MEMEX_RETRIEVAL_RERANK=off"
+            )
+        return self

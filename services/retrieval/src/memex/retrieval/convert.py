@@ -105,6 +105,7 @@ def item(value: Item) -> retrieval_pb2.RetrievedItem:
         salience_factor=value.salience,
         score=value.score,
         attributes=struct(value.attributes),
+        rerank_score=value.rerank,  # None leaves it unset: no reranker ran
     )
 
 

@@ -13,6 +13,8 @@ from memex.retrieval.forget import ForgetReceipt, Forgetter
 from memex.retrieval.ingest.indexer import Indexer, IndexOptions, IndexSummary, Progress
 from memex.retrieval.ingest.notes import Sensitivity
 from memex.retrieval.records import Records
+from memex.retrieval.rerank import Reranker
+from memex.retrieval.rerank_onnx import open_reranker
 from memex.retrieval.search import Searcher, Tuning
 from memex.retrieval.store import open_store
 from memex.retrieval.store.base import Store
@@ -24,7 +26,13 @@ _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 class RetrievalCore:
     """Everything a servicer calls, wired from settings."""
 
-    def __init__(self, settings: RetrievalSettings, store: Store, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        settings: RetrievalSettings,
+        store: Store,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
@@ -64,7 +72,11 @@ class RetrievalCore:
                 default_k=s.default_k,
                 max_k=s.max_k,
                 collections=tuple(s.record_collections),
+                fusion=s.fusion,
+                rerank_depth=s.rerank_depth,
+                rerank_weight=s.rerank_weight,
             ),
+            reranker=reranker,
         )
         self.records = Records(store, self.indexer, s.record_collections, s.sensitive_collections)
         self.forgetter = Forgetter(store, self.searcher, s.store, s.max_k)
@@ -105,11 +117,13 @@ class RetrievalCore:
 
 @contextlib.asynccontextmanager
 async def open_core(settings: RetrievalSettings) -> AsyncIterator[RetrievalCore]:
-    """Connects to the embedding service (for the vector dimension), opens the store."""
+    """Loads the reranker (a bad one fails here, before anything else starts), connects to the
+    embedding service (for the vector dimension), opens the store."""
+    reranker = open_reranker(settings)
     async with (
         open_embedder(
             settings.embedding_addr, settings.embedding_timeout_seconds, wait_s=300.0
         ) as embedder,
         open_store(settings, embedder.dimension) as store,
     ):
-        yield RetrievalCore(settings, store, embedder)
+        yield RetrievalCore(settings, store, embedder, reranker)

@@ -1,13 +1,19 @@
-"""Reciprocal Rank Fusion and the salience/recency adjustments (shared by every backend)."""
+"""Channel fusion (Reciprocal Rank Fusion or normalised-score convex fusion) and the
+salience/recency adjustments (shared by every backend)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from memex.retrieval.store.base import Hit
+
+Fusion = Literal["rrf", "minmax", "zscore"]
+FUSIONS: tuple[Fusion, ...] = ("rrf", "minmax", "zscore")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,53 @@ def rrf(
             fused[hit.id] = fused.get(hit.id, 0.0) + weight / (k + rank)
             seen.setdefault(hit.id, []).append(ChannelHit(channel, rank, hit.score))
     return fused, seen
+
+
+def normalise(hits: Sequence[Hit], how: Literal["minmax", "zscore"]) -> list[float]:
+    """Each hit's raw score mapped so the channel's lowest listed score is 0.
+
+    ``minmax`` divides by the range (the best becomes 1); ``zscore`` divides by the standard
+    deviation. Shifting so the lowest is 0 (rather than the mean, as a textbook z-score does) lets
+    an item a channel did not list count as 0 there: at most as good as the channel's worst.
+    A channel whose scores are all equal gives every hit 1 (it cannot tell them apart).
+    """
+    scores = [h.score for h in hits]
+    if not scores:
+        return []
+    low = min(scores)
+    spread = (max(scores) - low) if how == "minmax" else statistics.pstdev(scores)
+    if spread <= 0:
+        return [1.0] * len(scores)
+    return [(s - low) / spread for s in scores]
+
+
+def convex(
+    channels: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    how: Literal["minmax", "zscore"],
+) -> tuple[dict[str, float], dict[str, list[ChannelHit]]]:
+    """Fused scores ``sum_c w_c * norm_c(score)`` (see ``normalise``) and each item's
+    per-channel ranks and raw scores, as ``rrf`` returns them."""
+    fused: dict[str, float] = {}
+    seen: dict[str, list[ChannelHit]] = {}
+    for channel, hits in channels.items():
+        weight = weights.get(channel, 1.0)
+        for rank, (hit, value) in enumerate(zip(hits, normalise(hits, how), strict=True), 1):
+            fused[hit.id] = fused.get(hit.id, 0.0) + weight * value
+            seen.setdefault(hit.id, []).append(ChannelHit(channel, rank, hit.score))
+    return fused, seen
+
+
+def fuse(
+    channels: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    fusion: Fusion,
+    rrf_k: float,
+) -> tuple[dict[str, float], dict[str, list[ChannelHit]]]:
+    """Fuses by the configured method: ``rrf`` (with ``rrf_k``), or convex ``minmax``/``zscore``."""
+    if fusion == "rrf":
+        return rrf(channels, weights, rrf_k)
+    return convex(channels, weights, fusion)
 
 
 def recency_factor(date: str | None, today: dt.date, half_life_days: float, weight: float) -> float:

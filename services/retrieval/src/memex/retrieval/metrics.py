@@ -23,6 +23,11 @@ QUERY_EMBED_SECONDS = Histogram(
     "Time to embed one search query through the embedding service.",
     buckets=LATENCY_BUCKETS,
 )
+RERANK_SECONDS = Histogram(
+    "memex_retrieval_rerank_seconds",
+    "Time the rerank model took to rescore one search's candidates.",
+    buckets=LATENCY_BUCKETS,
+)
 NOTES_INDEXED = Counter(
     "memex_retrieval_notes_indexed_total",
     "Notes handled by indexing runs, by outcome.",

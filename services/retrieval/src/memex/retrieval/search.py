@@ -1,4 +1,4 @@
-"""Hybrid search (SPEC B5): run the channels, fuse by RRF, adjust, resolve citations.
+"""Hybrid search (SPEC B5): run the channels, fuse, adjust, optionally rerank, resolve citations.
 
 Channels: ``vector`` and ``keyword`` over chunks (and over any record collections the filter
 names explicitly), ``graph`` (chunks mentioning entities named in the query, then chunks of the
@@ -8,6 +8,7 @@ vector similarity), ``beliefs`` (active, plus contested when asked) and ``observ
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import time
@@ -19,10 +20,12 @@ import numpy as np
 
 from memex.retrieval import metrics
 from memex.retrieval.embedder import Embedder, check_model
-from memex.retrieval.fusion import ChannelHit, recency_factor, rrf, salience_factor
+from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
+from memex.retrieval.ingest.chunking import search_text
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.notes import EntityMatcher
 from memex.retrieval.ingest.records_io import entity_names
+from memex.retrieval.rerank import Reranker, combine, order
 from memex.retrieval.store.base import Hit, Record, SearchFilter, Store
 from memex.shared.errors import InvalidArgument
 
@@ -76,13 +79,14 @@ class Item:
     fused: float = 0.0
     recency: float = 1.0
     salience: float = 1.0
+    rerank: float | None = None  # the reranker's raw score, when one ran
     score: float = 0.0
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Tuning:
-    """Fusion and adjustment parameters (from settings)."""
+    """Fusion, adjustment and rerank parameters (from settings)."""
 
     rrf_k: float
     weights: dict[str, float]
@@ -93,6 +97,9 @@ class Tuning:
     default_k: int
     max_k: int
     collections: tuple[str, ...]
+    fusion: Fusion = "rrf"
+    rerank_depth: int = 30
+    rerank_weight: float = 1.0
 
 
 @dataclass
@@ -113,10 +120,12 @@ class Searcher:
         embedder: Embedder,
         tuning: Tuning,
         today: Callable[[], dt.date] = lambda: dt.datetime.now(dt.UTC).date(),
+        reranker: Reranker | None = None,
     ) -> None:
         self._store = store
         self._embedder = embedder
         self._t = tuning
+        self._reranker = reranker
         self._today = today
         self._matchers: dict[str, tuple[str, EntityMatcher]] = {}
 
@@ -159,7 +168,7 @@ class Searcher:
             weights["observations"] = weights.get("observations", 1.0) * query.observation_weight
         for channel, hits in lists.items():
             metrics.CHANNEL_HITS.labels(channel).observe(len(hits))
-        fused, seen = rrf(lists, weights, self._t.rrf_k)
+        fused, seen = fuse(lists, weights, self._t.fusion, self._t.rrf_k)
         items = await self._materialize(query.tenant, fused, seen)
         today = self._today()
         for item, salience in items:
@@ -168,9 +177,31 @@ class Searcher:
             )
             item.salience = salience_factor(salience, self._t.salience_weight)
             item.score = item.fused * item.recency * item.salience
-        ranked = sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))[:k]
+        ranked = sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))
+        if self._reranker is not None:
+            head = ranked[: max(self._t.rerank_depth, k)]
+            ranked = await self._rerank(self._reranker, query.text, head)
+        ranked = ranked[:k]
         done = time.perf_counter()
         return SearchResult(ranked, (embedded - started) * 1000, (done - embedded) * 1000)
+
+    async def _rerank(self, reranker: Reranker, text: str, head: list[Item]) -> list[Item]:
+        """Rescores the candidates with the reranker and reorders them; only items that passed
+        the filters are candidates, so a rerank can never bring back a filtered item."""
+        if not head:
+            return head
+        # A chunk is judged with its title and heading path, as it was embedded and indexed.
+        passages = [
+            search_text(i.title, i.heading, i.text) if i.kind == "chunk" else i.text for i in head
+        ]
+        started = time.perf_counter()
+        # The model is CPU-bound: off the event loop, so other requests keep being served.
+        model = await asyncio.to_thread(reranker.score, text, passages)
+        metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
+        combined = combine([i.score for i in head], model, self._t.rerank_weight)
+        for item, value, raw in zip(head, combined, model, strict=True):
+            item.rerank, item.score = raw, value
+        return [head[p] for p in order(combined)]
 
     def _filters(self, f: Filters) -> SearchFilter:
         return SearchFilter(
