@@ -115,6 +115,8 @@ class Orchestrator(Reads):
 
     async def Ask(self, request: Any, context: Any) -> opb.AskResponse:
         self.asks.append(request)
+        if request.question == "reasoner down":
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the reasoner: GOAWAY received")
         if request.limit < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
         return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
@@ -123,6 +125,8 @@ class Orchestrator(Reads):
         """The same answer, drafted word by word. ``unsure`` drafts an answer the check turns
         into an abstention, ``old stack`` predates AskStream, ``cut off`` ends without a result."""
         request = request.ask  # AskStreamRequest wraps Ask's request
+        if request.question == "reasoner down":
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "the reasoner: GOAWAY received")
         if request.question == "old stack":
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
         if request.limit < 0:
@@ -444,3 +448,14 @@ def test_explain_shows_a_rerank_when_one_ran() -> None:
     text = format_item(1, hit, explain=True)
     assert "vector #2 (0.7)" in text and "fused 0.03000 x recency 0.900" in text
     assert "reranked: model 4.25 -> 0.80000" in text
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+async def test_a_stage_behind_a_running_orchestrator_failing_is_not_called_memex_down(
+    stack: Any, json_flag: list[str]
+) -> None:
+    env, _, _ = stack
+    code, _, err = await memex(env, "ask", "reasoner down", *json_flag)
+    assert code == 3, err
+    assert "UNAVAILABLE: the reasoner: GOAWAY received" in err
+    assert "isn't running" not in err

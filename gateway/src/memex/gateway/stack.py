@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import grpc
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -128,6 +129,14 @@ class StackSettings(BaseSettings):
     def reasoner_addr(self) -> str:
         """Address of the reasoner service."""
         return f"{self.host}:{self.reasoner_port}"
+
+
+def unreachable(exc: grpc.aio.AioRpcError) -> bool:
+    """Whether a call failed because nothing answered at the address (memex is not running),
+    rather than a running service answering UNAVAILABLE for a stage behind it."""
+    return exc.code() == grpc.StatusCode.UNAVAILABLE and (exc.details() or "").startswith(
+        "failed to connect"
+    )
 
 
 def not_running_message(address: str, what: str = "stack") -> str:

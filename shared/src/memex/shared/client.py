@@ -17,6 +17,10 @@ import grpc
 from memex.shared.interceptors import REQUEST_ID_KEY, deadline_var
 from memex.shared.logs import request_id_var
 
+KEEPALIVE_TIME_MS = 30_000
+"""How often a channel pings its server, with or without calls, to notice a dead peer.
+Servers must accept pings this often (``server.MIN_PING_INTERVAL_MS``)."""
+
 
 def _budget(timeout: float | None, default: float) -> float:
     timeout = default if timeout is None else timeout
@@ -92,7 +96,7 @@ def open_channel(
     ``service`` is the full proto service name whose ``idempotent_methods`` may be retried.
     """
     options: list[tuple[str, Any]] = [
-        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),

@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+MIN_PING_INTERVAL_MS = 20_000
+"""The shortest interval between a client's pings that servers accept (below
+``client.KEEPALIVE_TIME_MS``, so memex's own channels are never refused)."""
+
 
 class EngineSlot(Generic[T]):
     """Holds a service's engine once loaded. Servicers are registered before the server starts
@@ -96,6 +100,11 @@ class GrpcService(Generic[T]):
             ("grpc.max_send_message_length", settings.max_message_bytes),
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.so_reuseport", 0),
+            # memex's clients ping every 30 s even when idle. gRPC's server default accepts an
+            # idle ping only every 5 min and answers the third early one with GOAWAY
+            # "too_many_pings", which failed an ask that started just then.
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
         ]
         server = grpc.aio.server(interceptors=[CallInterceptor()], options=options)
         health_servicer = health.aio.HealthServicer()

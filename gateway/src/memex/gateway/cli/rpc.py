@@ -17,7 +17,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from memex.gateway.stack import not_running_message
+from memex.gateway.stack import not_running_message, unreachable
 from memex.shared.client import open_channel
 from memex.shared.errors import InvalidArgument, MemexError, NotFound, PermissionDenied
 
@@ -35,6 +35,7 @@ CODES = {
     grpc.StatusCode.FAILED_PRECONDITION: EXIT_BAD_INPUT,
     grpc.StatusCode.NOT_FOUND: EXIT_NOT_FOUND,
     grpc.StatusCode.DEADLINE_EXCEEDED: EXIT_TIMEOUT,
+    grpc.StatusCode.UNAVAILABLE: EXIT_NOT_RUNNING,
 }
 
 
@@ -68,7 +69,7 @@ def call(
     try:
         return asyncio.run(go())
     except grpc.aio.AioRpcError as exc:
-        if exc.code() == grpc.StatusCode.UNAVAILABLE:
+        if unreachable(exc):
             return not_running(address)
         print(f"error: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return CODES.get(exc.code(), EXIT_FAILED)

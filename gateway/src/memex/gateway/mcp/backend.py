@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memex.gateway.stack import StackSettings, not_running_message
+from memex.gateway.stack import StackSettings, not_running_message, unreachable
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
 
@@ -24,7 +24,7 @@ _READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]
 def tool_error(exc: grpc.aio.AioRpcError, what: str, address: str) -> ToolError:
     """The tool error for a failed call, saying what to do about it."""
     code = exc.code()
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if unreachable(exc):
         return ToolError(not_running_message(address, what))
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return ToolError(f"the {what} did not answer in time; try again, or a narrower request")
