@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared import errors
+from memex.shared import server as server_module
 from memex.shared.logs import request_id_var
 from memex.shared.metrics import RPC_HANDLED
 from memex.shared.server import EngineSlot, GrpcService
@@ -242,3 +243,29 @@ async def test_a_stream_the_caller_leaves_is_counted_cancelled() -> None:
             assert asyncio.get_running_loop().time() < deadline, "not every call was counted"
             await asyncio.sleep(0.05)
     assert RPC_HANDLED.labels(method, "OK")._value.get() == finished
+
+
+async def test_an_idle_channel_pinging_its_server_stays_connected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # memex's channels ping every KEEPALIVE_TIME_MS, with or without calls. gRPC's default server
+    # takes the third ping within 5 minutes as abuse and sends GOAWAY "too_many_pings", which ends
+    # any call that is starting then (an ask failed so in CI). Scaled down: pings every 10 s
+    # (the least a client sends) against a server that accepts one every 5 s.
+    monkeypatch.setattr(server_module, "MIN_PING_INTERVAL_MS", 5_000)
+    engine = Engine()
+    async with (
+        serving(make_service(engine)) as running,
+        grpc.aio.insecure_channel(
+            f"127.0.0.1:{running.port}",
+            options=[
+                ("grpc.keepalive_time_ms", 10_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.max_pings_without_data", 0),
+            ],
+        ) as ch,
+    ):
+        stub = embedding_pb2_grpc.EmbeddingServiceStub(ch)
+        await stub.Embed(embedding_pb2.EmbedRequest(texts=["a"]))
+        await asyncio.sleep(35)  # three pings on an idle connection
+        assert ch.get_state() == grpc.ChannelConnectivity.READY

@@ -104,7 +104,7 @@ class GrpcService(Generic[T]):
             # idle ping only every 5 min and answers the third early one with GOAWAY
             # "too_many_pings", which failed an ask that started just then.
             ("grpc.keepalive_permit_without_calls", 1),
-            ("grpc.http2.min_recv_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
+            ("grpc.http2.min_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
         ]
         server = grpc.aio.server(interceptors=[CallInterceptor()], options=options)
         health_servicer = health.aio.HealthServicer()
