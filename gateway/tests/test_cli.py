@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memex.gateway.stack import private_stack_env
-from memex.shared.testing import free_port
+from memex.shared.testing import free_ports
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",
@@ -21,11 +21,12 @@ COMMANDS = [
 
 
 def memex(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    embedding_port, orchestrator_port = free_ports(2)
     env = {
         **os.environ,
         "MEMEX_DATA_DIR": str(tmp_path),
-        "MEMEX_EMBEDDING_PORT": str(free_port()),
-        "MEMEX_ORCHESTRATOR_PORT": str(free_port()),
+        "MEMEX_EMBEDDING_PORT": str(embedding_port),
+        "MEMEX_ORCHESTRATOR_PORT": str(orchestrator_port),
         **settings,
     }
     return subprocess.run(
@@ -64,7 +65,8 @@ def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2
-    assert "MEMEX_" in result.stderr and "embedding_port" in result.stderr
+    assert result.stderr.startswith("invalid MEMEX_EMBEDDING_PORT: Input should be a valid integer")
+    assert "errors.pydantic.dev" not in result.stderr
 
 
 def test_status_json_says_where_the_web_chat_is(tmp_path: Path) -> None:
@@ -93,3 +95,21 @@ def test_up_says_which_port_another_program_holds(tmp_path: Path) -> None:
     assert f"port {port} is in use by another program" in result.stdout
     assert "MEMEX_GATEWAY_PORT" in result.stdout and "Traceback" not in result.stderr
     assert not (tmp_path / "run" / "stack.json").exists()  # nothing was started
+
+
+@pytest.mark.e2e
+def test_up_shows_why_a_service_failed_to_start(tmp_path: Path) -> None:
+    env = private_stack_env(tmp_path, MEMEX_REASONER_MODEL="no-such-model")
+    env.pop("MEMEX_STORE", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "memex.gateway.cli", "up"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    # The reasoner's own words, not only "see reasoner.log".
+    assert "reasoner exited with 2 while starting" in result.stdout
+    assert "unknown reasoner model 'no-such-model'" in result.stdout
+    assert "stopped embedding" in result.stdout  # what did start was stopped again

@@ -21,7 +21,7 @@ from memex.gateway.cli.records_commands import format_item
 from memex.gateway.present import SearchHit
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.testing import free_port
+from memex.shared.testing import free_port, free_ports
 
 ENTITIES = [
     {"id": "graham-pearce", "name": "Graham Pearce", "aliases": ["Graham"]},
@@ -349,7 +349,10 @@ async def test_a_chat_error_event_is_shown_by_name_and_sets_the_exit_code(
 async def test_every_read_command_says_start_memex_when_it_is_down(
     tmp_path: Path, args: list[str]
 ) -> None:
-    ports = {f"MEMEX_{n}_PORT": str(free_port()) for n in ("RETRIEVAL", "ORCHESTRATOR")}
+    ports = {
+        f"MEMEX_{n}_PORT": str(p)
+        for n, p in zip(("RETRIEVAL", "ORCHESTRATOR"), free_ports(2), strict=True)
+    }
     env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), **ports}
     code, out, err = await memex(env, *args)
     assert code == 3, err

@@ -19,7 +19,7 @@ from memex.gateway.mcp.settings import McpSettings
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.testing import free_port
+from memex.shared.testing import free_port, free_ports
 
 
 def record(collection: str, fields: dict[str, Any]) -> opb.MemoryRecord:
@@ -248,7 +248,8 @@ async def _test_errors_are_tool_errors(mcp: Client, _: Any) -> None:
 
 
 async def test_a_stopped_stack_says_memex_up() -> None:
-    settings = StackSettings(retrieval_port=free_port(), orchestrator_port=free_port())
+    retrieval_port, orchestrator_port = free_ports(2)
+    settings = StackSettings(retrieval_port=retrieval_port, orchestrator_port=orchestrator_port)
     async with Client(build_server(settings)) as mcp:
         for name, args in [("ask", {"question": "q"}), ("list_inbox", {})]:
             text = error_text(await mcp.call_tool(name, args))

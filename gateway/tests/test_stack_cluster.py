@@ -68,3 +68,32 @@ def test_nodes_without_weaviate_is_bad_input(tmp_path: Path) -> None:
     )
     assert two.returncode == 2
     assert "cannot lose a node" in two.stdout
+
+
+def test_two_services_on_one_port_are_refused_naming_both(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="MEMEX_REASONER_PORT and MEMEX_GATEWAY_PORT"):
+        StackSettings(data_dir=tmp_path, reasoner_port=18001, gateway_port=18001)
+    # A cluster node's port is node 0's plus its offset: node 1's HTTP port lands on the gateway.
+    with pytest.raises(ValidationError, match=r"HTTP_PORT \+ 1 x MEMEX_WEAVIATE_PORT_STEP"):
+        StackSettings(
+            data_dir=tmp_path,
+            store="weaviate",
+            weaviate_nodes=3,
+            weaviate_http_port=18000,
+            gateway_port=18010,
+        )
+    # The embedded store runs no Weaviate, so its ports cannot clash with anything.
+    StackSettings(data_dir=tmp_path, weaviate_http_port=18001, gateway_port=18001)
+
+
+def test_up_with_two_services_on_one_port_is_bad_input(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "MEMEX_DATA_DIR": str(tmp_path)}
+    env |= {"MEMEX_REASONER_PORT": "18001", "MEMEX_ORCHESTRATOR_PORT": "18001"}
+    cli = [sys.executable, "-m", "memex.gateway.cli", "up"]
+    done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "invalid settings: MEMEX_ORCHESTRATOR_PORT and MEMEX_REASONER_PORT are both 18001"
+    )
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing was started

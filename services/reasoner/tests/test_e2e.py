@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.catalogue import TEST_MODEL
-from memex.shared.testing import free_port
+from memex.shared.testing import free_port, free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -21,10 +21,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def reasoner_env(model_path: Path) -> Iterator[dict[str, str]]:
     """A reasoner process on a free port; the environment that points `memex` at it."""
+    port, metrics_port = free_ports(2)
     env = {
         **os.environ,
-        "MEMEX_REASONER_PORT": str(free_port()),
-        "MEMEX_REASONER_METRICS_PORT": str(free_port()),
+        "MEMEX_REASONER_PORT": str(port),
+        "MEMEX_REASONER_METRICS_PORT": str(metrics_port),
         "MEMEX_REASONER_CONTEXT_LENGTH": "1024",
         "MEMEX_REASONER_MODEL": TEST_MODEL,
     }

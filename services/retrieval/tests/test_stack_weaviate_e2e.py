@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
+from memex.gateway.stack import private_stack_env
 from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import WeaviatePorts, find_binary
-from memex.shared.testing import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -41,29 +41,7 @@ def stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     if not (default_model_dir() / "model.onnx").exists():
         pytest.skip("embedding model missing: run `make models`")
     find_binary()  # no binary is an error naming `make weaviate`, not a skip
-    ours, theirs = WeaviatePorts.free(), WeaviatePorts.free()
-    env = {
-        **os.environ,
-        "MEMEX_DATA_DIR": str(tmp_path / "data"),
-        "MEMEX_EMBEDDING_PORT": str(ours.http),
-        "MEMEX_EMBEDDING_METRICS_PORT": str(ours.grpc),
-        "MEMEX_RETRIEVAL_PORT": str(ours.gossip),
-        "MEMEX_RETRIEVAL_METRICS_PORT": str(ours.data),
-        "MEMEX_REASONER_PORT": str(free_port()),
-        "MEMEX_REASONER_METRICS_PORT": str(free_port()),
-        "MEMEX_ORCHESTRATOR_PORT": str(free_port()),
-        "MEMEX_ORCHESTRATOR_METRICS_PORT": str(free_port()),
-        "MEMEX_WORKER_PORT": str(free_port()),
-        "MEMEX_WORKER_METRICS_PORT": str(free_port()),
-        "MEMEX_GATEWAY_PORT": str(free_port()),
-        "MEMEX_WEAVIATE_HTTP_PORT": str(theirs.http),
-        "MEMEX_WEAVIATE_GRPC_PORT": str(theirs.grpc),
-        # Read by the launcher itself (the stack passes them through): cluster ports.
-        **{
-            f"MEMEX_WEAVIATE_{name.upper()}_PORT": str(getattr(theirs, name))
-            for name in ("gossip", "data", "raft", "raft_rpc")
-        },
-    }
+    env = private_stack_env(tmp_path / "data")
     env.pop("MEMEX_STORE", None)
     try:
         yield env
@@ -105,15 +83,22 @@ def test_up_with_weaviate_indexes_and_searches(stack_env: dict[str, str], tmp_pa
     )
 
 
-def _cluster_port_layout(nodes: int, step: int = 10) -> dict[str, str]:
+def _cluster_port_layout(env: dict[str, str], nodes: int, step: int = 10) -> dict[str, str]:
     """Node 0's Weaviate ports such that node i's (node 0's + i x step) and each Raft + 1 are all
-    free: the stack lays a cluster out that way."""
+    free and none is a memex service's port in ``env``: the stack lays a cluster out that way."""
+    memex_ports = {
+        int(v) for k, v in env.items() if k.endswith("_PORT") and not k.startswith("MEMEX_WEAVIATE")
+    }
     kinds = ["http", "grpc", "gossip", "data", "raft"]
     while True:
         base = WeaviatePorts.free()
         wanted = [getattr(base, k) + i * step for k in kinds for i in range(nodes)]
         wanted += [base.raft + 1 + i * step for i in range(nodes)]
-        if len(set(wanted)) == len(wanted) and all(_free(p) for p in wanted):
+        if (
+            len(set(wanted)) == len(wanted)
+            and not memex_ports & set(wanted)
+            and all(_free(p) for p in wanted)
+        ):
             ports = {f"MEMEX_WEAVIATE_{k.upper()}_PORT": str(getattr(base, k)) for k in kinds}
             return {**ports, "MEMEX_WEAVIATE_RAFT_RPC_PORT": str(base.raft + 1)}
 
@@ -132,7 +117,7 @@ def _free(port: int) -> bool:
 def test_up_with_a_three_node_cluster_survives_losing_a_node(
     stack_env: dict[str, str], tmp_path: Path
 ) -> None:
-    stack_env.update(_cluster_port_layout(3))
+    stack_env.update(_cluster_port_layout(stack_env, 3))
     up = _memex(stack_env, "up", "--store", "weaviate", "--nodes", "3")
     assert up.returncode == 0, up.stdout + up.stderr
     status = _memex(stack_env, "status", "--json")

@@ -79,6 +79,48 @@ class StackSettings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> StackSettings:
+        # Two services on one port: the second fails to bind and `memex up` fails with a crash
+        # in its log rather than a sentence naming the two settings.
+        chosen_by: dict[int, str] = {}
+        for setting, port in self.listening_ports().items():
+            if port in chosen_by:
+                raise ValueError(
+                    f"{chosen_by[port]} and {setting} are both {port}: give each its own port"
+                )
+            chosen_by[port] = setting
+        return self
+
+    def listening_ports(self) -> dict[str, int]:
+        """Every port the stack listens on, keyed by the setting that chooses it; a cluster
+        node's ports are node 0's plus its offset (``... + 2 x MEMEX_WEAVIATE_PORT_STEP``)."""
+        ports = {
+            f"MEMEX_{name.upper()}": int(getattr(self, name))
+            for name in type(self).model_fields
+            if name.endswith("_port") and not name.startswith("weaviate_")
+        }
+        if self.store != "weaviate":
+            return ports
+        kinds = ("http", "grpc", "gossip", "data", "raft", "raft_rpc")
+        if self.weaviate_nodes == 1:
+            for kind in kinds:
+                ports[f"MEMEX_WEAVIATE_{kind.upper()}_PORT"] = int(
+                    getattr(self, f"weaviate_{kind}_port")
+                )
+            return ports
+        for node in range(self.weaviate_nodes):
+            offset = f" + {node} x MEMEX_WEAVIATE_PORT_STEP" if node else ""
+            for kind in kinds:
+                # On one host Weaviate finds a peer's Raft RPC port at its Raft port + 1.
+                port = (
+                    _node_port(self, "raft", node) + 1
+                    if kind == "raft_rpc"
+                    else _node_port(self, kind, node)
+                )
+                ports[f"MEMEX_WEAVIATE_{kind.upper()}_PORT{offset}"] = port
+        return ports
+
     @property
     def run_dir(self) -> Path:
         """Supervisor pid and state files."""

@@ -60,12 +60,7 @@ def busy_ports(settings: StackSettings) -> list[str]:
     Checked before anything starts: a service that meets a foreign server on its port would
     otherwise fail later with a confusing probe error (an HTTP probe reading gRPC bytes)."""
     busy = []
-    for name in StackSettings.model_fields:
-        if not name.endswith("_port") or (
-            name.startswith("weaviate_") and settings.store != "weaviate"
-        ):
-            continue
-        port = int(getattr(settings, name))
+    for setting, port in settings.listening_ports().items():
         with socket.socket() as sock:
             # SO_REUSEADDR: a port whose last connections linger in TIME_WAIT is free; only a
             # listening socket makes the bind fail.
@@ -75,9 +70,18 @@ def busy_ports(settings: StackSettings) -> list[str]:
             except OSError:
                 busy.append(
                     f"port {port} is in use by another program: stop it, or give memex "
-                    f"another port with MEMEX_{name.upper()}"
+                    f"another port with {setting}"
                 )
     return busy
+
+
+def log_tail(path: os.PathLike[str], lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file, or "(no log)"."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def state_path(settings: StackSettings) -> Path:
@@ -183,11 +187,13 @@ class Supervisor:
         while time.monotonic() < deadline and not self._stopping.is_set():
             assert child.process is not None
             if child.process.returncode is not None:
+                service_log = self._settings.log_dir / f"{child.spec.name}.log"
                 log.error(
-                    "%s exited with %d while starting; see %s",
+                    "%s exited with %d while starting; the end of %s:\n%s",
                     child.spec.name,
                     child.process.returncode,
-                    self._settings.log_dir / f"{child.spec.name}.log",
+                    service_log,
+                    log_tail(service_log),
                 )
                 child.status = "EXITED"
                 return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings
 
 
@@ -19,6 +19,18 @@ def default_cache_dir() -> Path:
     """Where memex keeps rebuildable files such as exported models: $XDG_CACHE_HOME/memex."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "memex"
+
+
+def describe_invalid(exc: ValidationError, settings: type[BaseSettings]) -> str:
+    """One line per invalid setting of ``settings``, named as the user sets it
+    (``invalid MEMEX_GATEWAY_PORT: ...``), without pydantic's input dump and help links."""
+    env_prefix = settings.model_config.get("env_prefix") or ""
+    lines = []
+    for error in exc.errors():
+        where = f"{env_prefix}{error['loc'][0]}".upper() if error["loc"] else "settings"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        lines.append(f"invalid {where}: {message}")
+    return "\n".join(lines)
 
 
 class ServiceSettings(BaseSettings):

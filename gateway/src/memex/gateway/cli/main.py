@@ -21,6 +21,7 @@ from memex.gateway.cli import (
     stack_commands,
 )
 from memex.gateway.stack import StackSettings
+from memex.shared.settings import describe_invalid
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
 
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = StackSettings()
     except ValidationError as exc:
-        print(f"invalid MEMEX_* setting:\n{exc}", file=sys.stderr)
+        print(describe_invalid(exc, StackSettings), file=sys.stderr)
         sys.exit(2)
     run: Command = args.run
     sys.exit(run(args, settings))

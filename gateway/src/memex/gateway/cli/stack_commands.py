@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.supervisor import Supervisor, busy_ports, probe, read_state
+from memex.gateway.supervisor import Supervisor, busy_ports, log_tail, probe, read_state
 from memex.shared.logs import configure_logging
 
 EXIT_OK = 0
@@ -72,7 +72,7 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             _print(f"memex failed to start; the end of {log_path}:")
-            _print(_tail(log_path))
+            _print(log_tail(log_path, lines=40))
             return EXIT_FAILED
         state = read_state(settings)
         if state is not None and state["state"] == "ready":
@@ -157,14 +157,6 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
     if state is None:
         return EXIT_NOT_RUNNING
     return EXIT_OK if healthy else EXIT_FAILED
-
-
-def _tail(path: os.PathLike[str], lines: int = 20) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def worker(args: argparse.Namespace, settings: StackSettings) -> int:

@@ -8,12 +8,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TypeVar
 
 from pydantic import ValidationError
+from pydantic_settings import BaseSettings
 
 from memex.gateway.mcp.server import build_server
 from memex.gateway.mcp.settings import McpSettings
 from memex.gateway.stack import StackSettings
+from memex.shared.settings import describe_invalid
+
+S = TypeVar("S", bound=BaseSettings)
 
 
 def main() -> None:
@@ -21,13 +26,16 @@ def main() -> None:
     logging.basicConfig(
         stream=sys.stderr, level=os.environ.get("MEMEX_LOG_LEVEL", "WARNING").upper()
     )
+    build_server(_load(StackSettings), mcp_settings=_load(McpSettings)).run("stdio")
+
+
+def _load(settings: type[S]) -> S:
+    """``settings`` from the environment; invalid ones exit 2 naming what to fix."""
     try:
-        settings = StackSettings()
-        mcp_settings = McpSettings()
+        return settings()
     except ValidationError as exc:
-        print(f"invalid MEMEX_* setting:\n{exc}", file=sys.stderr)
+        print(describe_invalid(exc, settings), file=sys.stderr)
         sys.exit(2)
-    build_server(settings, mcp_settings=mcp_settings).run("stdio")
 
 
 if __name__ == "__main__":

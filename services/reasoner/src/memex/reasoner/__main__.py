@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.server import build
 from memex.shared.logs import configure_logging
+from memex.shared.settings import describe_invalid
 
 
 async def _main(settings: ReasonerSettings) -> None:
@@ -21,7 +22,7 @@ def main() -> None:
     try:
         settings = ReasonerSettings()
     except ValidationError as exc:
-        print(f"invalid MEMEX_REASONER_* setting:\n{exc}", file=sys.stderr)
+        print(describe_invalid(exc, ReasonerSettings), file=sys.stderr)
         sys.exit(2)
     configure_logging(settings.log_level)
     asyncio.run(_main(settings))
