@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
+.PHONY: help install models weaviate browser protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -154,6 +154,10 @@ lint: install ## ruff, mypy, buf lint, and the stubs' freshness
 	$(VENV)/bin/mypy
 	cd protos && ../node_modules/.bin/buf lint
 	$(PY) scripts/gen_protos.py --check
+	$(PY) scripts/gen_dashboard.py --check
+
+dashboard: install ## Regenerate the Grafana dashboard (deploy/grafana/memex.json) after editing scripts/gen_dashboard.py
+	$(PY) scripts/gen_dashboard.py
 
 fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
