@@ -224,7 +224,9 @@ ROWS: dict[str, tuple[PanelSpec, ...]] = {
             "percentunit",
             (
                 Query(
-                    f'sum by (job, method) (rate({HANDLED}{{code!="OK"}}[{RATE}]))'
+                    # `or ... * 0`: an RPC with no failures is 0, not missing from the panel.
+                    f'(sum by (job, method) (rate({HANDLED}{{code!="OK"}}[{RATE}]))'
+                    f" or sum by (job, method) (rate({HANDLED}[{RATE}])) * 0)"
                     f" / sum by (job, method) (rate({HANDLED}[{RATE}]))",
                     "{{job}} {{method}}",
                 ),
