@@ -13,16 +13,9 @@ from memex.retrieval.records import ResolvedRecord
 from memex.retrieval.search import Filters, Item, Query
 from memex.retrieval.store.base import Condition
 from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.channels import CHANNEL_NAMES, CHANNELS
 from memex.shared.errors import InvalidArgument
 
-CHANNEL_NAMES: dict[common_pb2.Channel.ValueType, str] = {
-    common_pb2.CHANNEL_VECTOR: "vector",
-    common_pb2.CHANNEL_KEYWORD: "keyword",
-    common_pb2.CHANNEL_GRAPH: "graph",
-    common_pb2.CHANNEL_BELIEFS: "beliefs",
-    common_pb2.CHANNEL_OBSERVATIONS: "observations",
-}
-CHANNEL_ENUMS = {name: value for value, name in CHANNEL_NAMES.items()}
 KINDS = {
     "chunk": retrieval_pb2.ITEM_KIND_CHUNK,
     "record": retrieval_pb2.ITEM_KIND_RECORD,
@@ -94,7 +87,7 @@ def item(value: Item) -> retrieval_pb2.RetrievedItem:
         collection=value.collection,
         channel_scores=[
             common_pb2.ChannelScore(
-                channel=CHANNEL_ENUMS.get(c.channel, common_pb2.CHANNEL_UNSPECIFIED),
+                channel=CHANNELS.get(c.channel, common_pb2.CHANNEL_UNSPECIFIED),
                 rank=c.rank,
                 score=c.score,
             )
