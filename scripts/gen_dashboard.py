@@ -56,6 +56,14 @@ def p50(metric: str, by: str) -> str:
     return f"histogram_quantile(0.5, sum by (le, {by}) (rate({metric}_bucket[{RATE}])))"
 
 
+def median_and_p99(metric: str, by: str) -> tuple[Query, Query]:
+    """Two lines per ``by`` value: a histogram's median and 99th percentile."""
+    return (
+        Query(p50(metric, by), f"p50 {{{{{by}}}}}"),
+        Query(p99(metric, by), f"p99 {{{{{by}}}}}"),
+    )
+
+
 def rate(metric: str, by: str) -> str:
     """A counter's per-second rate, summed per ``by``."""
     return f"sum by ({by}) (rate({metric}[{RATE}]))"
@@ -94,10 +102,7 @@ ROWS: dict[str, tuple[PanelSpec, ...]] = {
             "Stage latency p50 and p99",
             "Plan, retrieve, generate and check, per answer.",
             "s",
-            (
-                Query(p50("memex_orchestrator_stage_seconds", "stage"), "p50 {{stage}}"),
-                Query(p99("memex_orchestrator_stage_seconds", "stage"), "p99 {{stage}}"),
-            ),
+            median_and_p99("memex_orchestrator_stage_seconds", "stage"),
         ),
         PanelSpec(
             "Asks and chats by outcome",
@@ -145,10 +150,7 @@ ROWS: dict[str, tuple[PanelSpec, ...]] = {
             "Batch size (median and p99)",
             "Texts per ONNX Runtime batch: larger batches mean better throughput.",
             "short",
-            (
-                Query(p50("memex_embedding_batch_texts", "job"), "p50"),
-                Query(p99("memex_embedding_batch_texts", "job"), "p99"),
-            ),
+            median_and_p99("memex_embedding_batch_texts", "job"),
         ),
         PanelSpec(
             "Queue",
@@ -174,10 +176,7 @@ ROWS: dict[str, tuple[PanelSpec, ...]] = {
             "Time to first token p50 and p99",
             "From the request to the first generated token.",
             "s",
-            (
-                Query(p50("memex_reasoner_time_to_first_token_seconds", "model"), "p50 {{model}}"),
-                Query(p99("memex_reasoner_time_to_first_token_seconds", "model"), "p99 {{model}}"),
-            ),
+            median_and_p99("memex_reasoner_time_to_first_token_seconds", "model"),
         ),
         PanelSpec(
             "Active streams",
