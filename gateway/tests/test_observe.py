@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from memex.gateway.observe import (
     scrape_config,
 )
 from memex.gateway.stack import StackSettings, private_stack_env
+from memex.shared.testing import require
 
 
 def settings(tmp_path: Path) -> StackSettings:
@@ -109,3 +112,15 @@ def test_a_missing_rules_file_is_bad_input(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "no rules file at /nope.yml" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "prometheus" / "prometheus.yml").exists()
+
+
+def test_a_busy_prometheus_port_is_named(tmp_path: Path) -> None:
+    require(Path(shutil.which("prometheus") or "/usr/bin/prometheus"), "run `make prometheus`")
+    env = private_stack_env(tmp_path)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", int(env["MEMEX_PROMETHEUS_PORT"])))
+        squatter.listen()
+        result = memex(env, "observe")
+    assert result.returncode == 1
+    assert f"port {env['MEMEX_PROMETHEUS_PORT']} is in use" in result.stderr
+    assert "MEMEX_PROMETHEUS_PORT" in result.stderr and "Traceback" not in result.stderr
