@@ -47,7 +47,10 @@ def samples(port: int) -> dict[tuple[str, str], float]:
 async def wait_for(port: int, key: tuple[str, str], value: float) -> None:
     seen: float | None = None
     for _ in range(150):
-        seen = await asyncio.to_thread(lambda: samples(port).get(key))
+        try:
+            seen = await asyncio.to_thread(lambda: samples(port).get(key))
+        except OSError:  # the supervisor has not started serving yet
+            seen = None
         if seen == value:
             return
         await asyncio.sleep(0.1)
