@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
+.PHONY: help install models weaviate browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -142,6 +142,14 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## Install Debian's Chromium for the web chat's browser tests (once)
 
+# Prometheus (and promtool, which tests the alert rules) come from Debian too, never a tarball.
+PROMETHEUS := /usr/bin/prometheus
+$(PROMETHEUS):
+	$(SUDO) apt-get install -y --no-install-recommends prometheus || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends prometheus; }
+
+prometheus: $(PROMETHEUS) ## Install Debian's Prometheus and promtool for `make observe` and the rule tests (once)
+
 protos: install ## Regenerate the gRPC stubs after editing protos/
 	$(PY) scripts/gen_protos.py
 
@@ -163,7 +171,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate browser lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate browser prometheus lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
@@ -174,6 +182,9 @@ up: install models ## Start the stack on loopback and wait until it is healthy
 
 down: ## Stop the stack
 	@if [ -x $(MEMEX) ]; then $(MEMEX) down; fi
+
+observe: up prometheus ## Start the stack, then Prometheus scraping it with memex's rules (Ctrl-C stops Prometheus)
+	$(MEMEX) observe
 
 status: ## Health of each service
 	$(MEMEX) status

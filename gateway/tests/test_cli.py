@@ -16,7 +16,7 @@ from memex.shared.testing import free_ports
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",
-    "search", "query", "timeline", "inbox", "note", "mcp", "keys",
+    "search", "query", "timeline", "inbox", "note", "mcp", "keys", "observe",
 ]  # fmt: skip
 
 

@@ -43,6 +43,12 @@ class StackSettings(BaseSettings):
     reasoner_port: int = Field(50053, ge=1, le=65535, description="Reasoner gRPC port.")
     reasoner_metrics_port: int = Field(9153, ge=1, le=65535, description="Reasoner /metrics.")
     gateway_port: int = Field(8765, ge=1, le=65535, description="HTTP gateway port.")
+    supervisor_metrics_port: int = Field(
+        9150, ge=1, le=65535, description="The supervisor's /metrics (restarts, services up)."
+    )
+    prometheus_port: int = Field(
+        9090, ge=1, le=65535, description="Where `memex observe` runs Prometheus (not the stack)."
+    )
     store: Literal["embedded", "weaviate"] = Field(
         "embedded", description="Retrieval backend; weaviate also runs a Weaviate server."
     )
@@ -84,7 +90,8 @@ class StackSettings(BaseSettings):
         # Two services on one port: the second fails to bind and `memex up` fails with a crash
         # in its log rather than a sentence naming the two settings.
         chosen_by: dict[int, str] = {}
-        for setting, port in self.listening_ports().items():
+        ports = {**self.listening_ports(), "MEMEX_PROMETHEUS_PORT": self.prometheus_port}
+        for setting, port in ports.items():
             if port in chosen_by:
                 raise ValueError(
                     f"{chosen_by[port]} and {setting} are both {port}: give each its own port"
@@ -95,10 +102,14 @@ class StackSettings(BaseSettings):
     def listening_ports(self) -> dict[str, int]:
         """Every port the stack listens on, keyed by the setting that chooses it; a cluster
         node's ports are node 0's plus its offset (``... + 2 x MEMEX_WEAVIATE_PORT_STEP``)."""
+        # Prometheus is not the stack's: `memex observe` runs it beside a running stack, so a
+        # Prometheus still up must not make `memex up` find its own port busy.
         ports = {
             f"MEMEX_{name.upper()}": int(getattr(self, name))
             for name in type(self).model_fields
-            if name.endswith("_port") and not name.startswith("weaviate_")
+            if name.endswith("_port")
+            and not name.startswith("weaviate_")
+            and name != "prometheus_port"
         }
         if self.store != "weaviate":
             return ports

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memex.gateway.stack import ServiceDef, StackSettings, stack_services
+from memex.gateway.supervisor_metrics import SupervisorMetrics
 from memex.shared.health import check, check_http
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class Supervisor:
         self._children = [_Child(s) for s in (services or stack_services(settings))]
         self._stopping = asyncio.Event()
         self._phase = "starting"
+        self.metrics = SupervisorMetrics([c.spec.name for c in self._children])
 
     def stop(self) -> None:
         """Asks the supervisor to stop every service and exit (what SIGTERM does)."""
@@ -136,6 +138,16 @@ class Supervisor:
         if busy := busy_ports(settings):
             for sentence in busy:
                 log.error("%s", sentence)
+            return 1
+        try:
+            self.metrics.serve(settings.host, settings.supervisor_metrics_port)
+        except OSError as exc:  # taken between the check above and now
+            log.error(
+                "cannot serve the supervisor's metrics on port %d (%s): give it another port "
+                "with MEMEX_SUPERVISOR_METRICS_PORT",
+                settings.supervisor_metrics_port,
+                exc,
+            )
             return 1
         try:
             for child in self._children:
@@ -156,6 +168,7 @@ class Supervisor:
             self._write_state()
             await self._stop_all()
             state_path(settings).unlink(missing_ok=True)
+            self.metrics.close()
 
     async def _spawn(self, child: _Child) -> None:
         settings = self._settings
@@ -235,6 +248,7 @@ class Supervisor:
                     return
                 child.backoff = min(child.backoff * 2, self._settings.restart_backoff_max_seconds)
                 child.restarts += 1
+                self.metrics.restarted(child.spec.name)
                 await self._spawn(child)
             for child in self._children:
                 if child.status != "SERVING":
@@ -264,6 +278,9 @@ class Supervisor:
             log.info("stopped %s", child.spec.name)
 
     def _write_state(self) -> None:
+        # Every status change is written here, so the metrics follow it from one place.
+        for child in self._children:
+            self.metrics.status(child.spec.name, child.status)
         state = {
             "pid": os.getpid(),
             "state": self._phase,

@@ -16,6 +16,7 @@ from memex.gateway.cli import (
     forget_command,
     generate_command,
     key_commands,
+    observe_command,
     records_commands,
     retrieval_commands,
     stack_commands,
@@ -101,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     generate_command.add_parser(commands)
     key_commands.add_parsers(commands)
     eval_command.add_parser(commands)
+    observe_command.add_parser(commands)
 
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import grpc
 
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.metrics import queue_metrics
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
@@ -21,4 +25,13 @@ def build(settings: OrchestratorSettings) -> GrpcService[Orchestrator]:
             OrchestratorServicer(slot), server
         )
 
-    return GrpcService(settings, [SERVICE], register, lambda: open_orchestrator(settings))
+    return GrpcService(settings, [SERVICE], register, lambda: _open(settings))
+
+
+@contextlib.asynccontextmanager
+async def _open(settings: OrchestratorSettings) -> AsyncIterator[Orchestrator]:
+    """The orchestrator, exporting the turn queue's backlog while it runs. Only the service
+    exports it, not the chat workers: they share its database, and one series is one queue."""
+    async with open_orchestrator(settings) as orchestrator:
+        with queue_metrics(orchestrator.store.pending_turns):
+            yield orchestrator

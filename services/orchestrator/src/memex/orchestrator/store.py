@@ -14,7 +14,7 @@ from memex.orchestrator.conversations import Conversation, ConversationStore, Me
 from memex.orchestrator.db import Database, _migrations, new_id, now_iso
 from memex.orchestrator.telemetry import LoggedAsk, TelemetryStore
 from memex.orchestrator.traces import ERASED, NoteTraces, NoteTraceStore
-from memex.orchestrator.turn_queue import ERROR_TEXT_LIMIT, Thread, Turn, TurnQueue
+from memex.orchestrator.turn_queue import ERROR_TEXT_LIMIT, PendingTurns, Thread, Turn, TurnQueue
 
 __all__ = [
     "ERASED",
@@ -27,6 +27,7 @@ __all__ = [
     "NoteTraceStore",
     "NoteTraces",
     "OrchestratorStore",
+    "PendingTurns",
     "TelemetryStore",
     "Thread",
     "Turn",

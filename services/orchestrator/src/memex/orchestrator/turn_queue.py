@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from memex.orchestrator.db import Database, new_id, now_iso
@@ -35,6 +36,14 @@ class Turn:
     tenant: str = ""
     # Whether the request let the model see sensitive notes (issue 11); the worker honours it.
     include_sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class PendingTurns:
+    """The queue's backlog: user turns no worker has claimed, and how long the oldest waited."""
+
+    count: int
+    oldest_age_seconds: float
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,19 @@ class TurnQueue(Database):
                 (tenant, thread_id),
             ).fetchall()
         return [_turn(r) for r in rows]
+
+    def pending_turns(self) -> PendingTurns:
+        """How many user turns wait for a worker, and the age of the oldest (0 when none)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*), MIN(created_at) FROM turns "
+                "WHERE role = 'user' AND state = 'pending'"
+            ).fetchone()
+        count, oldest = int(row[0]), row[1]
+        if oldest is None:
+            return PendingTurns(0, 0.0)
+        age = (datetime.now(UTC) - datetime.fromisoformat(oldest)).total_seconds()
+        return PendingTurns(count, max(age, 0.0))  # a clock stepped back is not a negative age
 
     def claim_next(self, worker_id: str, lease_seconds: float) -> Turn | None:
         """Atomically moves the oldest pending user turn to thinking, leased to ``worker_id``."""
