@@ -38,6 +38,7 @@ from pathlib import Path
 import psutil
 
 from memex.gateway.stack import private_stack_env
+from memex.reasoner.catalogue import DEFAULT_MODEL
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -500,6 +501,11 @@ def main() -> None:
     args = parser.parse_args()
 
     sections: list[str] = []
+
+    def write() -> None:
+        # After every section: a run that fails later still leaves the figures it measured.
+        write_report(args, sections)
+
     with tempfile.TemporaryDirectory(prefix="memex-load-") as tmp:
         work = Path(tmp)
         data = work / "data"
@@ -509,6 +515,7 @@ def main() -> None:
             print(f"load: {args.users} users for {args.duration} s against {url}", flush=True)
             result = run_locust(url, data, work, args.users, args.duration, "load")
             sections += run_section("Load (stub reasoner)", result)
+            write()
             if args.saturate:
                 steps = []
                 for users in (int(u) for u in args.steps.split(",")):
@@ -518,14 +525,25 @@ def main() -> None:
                     if broken(step, args.p99_bound_ms):
                         break
                 sections += saturation_section(steps, args.p99_bound_ms)
+                write()
         if args.real_model:
             real_data = work / "real"
             real_env = stack_env(real_data, stub=False, rate_limit=args.rate_limit)
-            print("real model: 1 user", flush=True)
+            print(f"real model: 1 user for {args.real_duration} s", flush=True)
             with running_stack(real_env) as url:
                 real = run_locust(url, real_data, work, 1, args.real_duration, "real")
-            sections += run_section("One user on the real default model", real)
+            sections += run_section(f"One user on the real default model ({real_model()})", real)
+            write()
+    print(f"wrote {args.out}")
 
+
+def real_model() -> str:
+    """The catalogue's default reasoner model, which a stack without the stub runs."""
+    return os.environ.get("MEMEX_REASONER_MODEL") or DEFAULT_MODEL
+
+
+def write_report(args: argparse.Namespace, sections: list[str]) -> None:
+    """docs/load.md (or --out): the setup, then the sections measured so far."""
     report = [
         "# Load: the gateway under HTTP and SSE load",
         "",
@@ -540,7 +558,6 @@ def main() -> None:
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(report).rstrip() + "\n")
-    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
