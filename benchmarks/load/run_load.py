@@ -166,7 +166,7 @@ class Endpoint:
 
 def derived(name: str) -> bool:
     """Whether a row re-times requests another row counts: a stream's first event, a queued
-    turn's whole wait. Totals and error ratios leave them out, so nothing counts twice."""
+    turn's whole wait. Request totals leave them out, so nothing counts twice."""
     return name.endswith("(first event)") or name.startswith("turn:")
 
 
@@ -190,18 +190,24 @@ class RunResult:
         """The rows of HTTP requests (derived timings left out)."""
         return [e for e in self.rows if not derived(e.name)]
 
+    @property
+    def outcomes(self) -> list[Endpoint]:
+        """The rows that can fail: HTTP requests, and queued turns as a whole (a turn that was
+        never answered fails there, and only there; a stream's first event never fails)."""
+        return [e for e in self.rows if not e.name.endswith("(first event)")]
+
     def rps(self) -> float:
         """HTTP requests a second, every endpoint together."""
         return sum(e.rps for e in self.requests)
 
     def error_ratio(self) -> float:
-        """Failed HTTP requests over all HTTP requests."""
-        total = sum(e.requests for e in self.requests)
-        return sum(e.failures for e in self.requests) / total if total else 0.0
+        """Failed requests and turns over all of them."""
+        total = sum(e.requests for e in self.outcomes)
+        return sum(e.failures for e in self.outcomes) / total if total else 0.0
 
     def worst_p99(self) -> Endpoint:
-        """The HTTP endpoint with the highest p99."""
-        return max(self.requests, key=lambda e: e.p99)
+        """The row with the highest p99: an HTTP request, or a queued turn's whole wait."""
+        return max(self.outcomes, key=lambda e: e.p99)
 
     def row(self, name: str) -> Endpoint | None:
         """The row of one endpoint, if it ran."""
@@ -314,6 +320,7 @@ def endpoint_table(result: RunResult) -> list[str]:
         )
     total = sum(e.requests for e in result.requests)
     failed = sum(e.failures for e in result.requests)
+
     lines.append(f"| **all HTTP requests** | {total} | {failed} | {result.rps():.2f} | | | |")
     return lines
 
@@ -389,7 +396,7 @@ def run_section(title: str, result: RunResult) -> list[str]:
         f"## {title}",
         "",
         f"{result.users} users for {result.seconds:.0f} s: **{result.rps():.1f} requests/s**, "
-        f"error ratio {result.error_ratio():.1%}.",
+        f"error ratio {result.error_ratio():.1%} (failed requests and unanswered turns).",
         "",
         *endpoint_table(result),
         "",
@@ -419,6 +426,7 @@ SATURATION_COLUMNS = {
     "ask first event": "POST /v1/ask (first event)",
     "ask stream": "POST /v1/ask (stream)",
     "chat stream": "POST /v1/chat (stream)",
+    "queued turn": "turn: queued -> answered",
 }
 
 
@@ -429,7 +437,8 @@ def saturation_section(steps: list[RunResult], p99_bound_ms: float) -> list[str]
         "## Saturation",
         "",
         f"Users stepped up, {steps[0].seconds:.0f} s or so a step (a fresh locust each step, on "
-        "the same stack), until the error ratio passes 5%, an endpoint's p99 passes "
+        "the same stack), until the error ratio passes 5%, the p99 of a request or of a queued "
+        "turn's whole wait passes "
         f"{ms(p99_bound_ms)} ms, or the top step is reached.",
         "",
         f"| users | req/s | errors | {heads} | worst p99 | failures by status | RSS MB end |",
