@@ -3,7 +3,8 @@
 Each simulated user asks (streamed), chats (streamed), searches, queries records and queues turns,
 with a pause of 1-3 s between; it runs each of them once first, then picks by weight. A streamed
 request is read to its terminal event (`result` or `done`, or `error`) and reported twice: its
-whole time (``... (stream)``) and its time to the first event (``... (first event)``). A queued
+whole time (``... (stream)``), its time to the first event (``... (first event)``) and to the
+first `delta` (``... (first words)``). A queued
 turn is reported per request and once more as ``turn: queued -> answered``. Failures carry the HTTP
 status (``HTTP 429``) or the SSE error code (``SSE RESOURCE_EXHAUSTED``), so the report can count
 them by status.
@@ -144,7 +145,7 @@ class MemexUser(HttpUser):
         """Reads one SSE stream to its terminal event; reports first-event and total time."""
         started = time.perf_counter()
         failure: Exception | None = None
-        first_reported = False
+        first_reported = words_reported = False
         assert self.host, "locust needs --host"
         try:
             with self.streams.post(
@@ -161,6 +162,9 @@ class MemexUser(HttpUser):
                         if not first_reported:
                             self._report("SSE", f"{name} (first event)", started, None)
                             first_reported = True
+                        if event == "delta" and not words_reported:
+                            self._report("SSE", f"{name} (first words)", started, None)
+                            words_reported = True
                     elif line.startswith("data:") and event in terminal:
                         if event == "error":
                             code = json.loads(line.removeprefix("data:")).get("code", "?")

@@ -46,7 +46,7 @@ LOCUSTFILE = HERE / "locustfile.py"
 STUB_SCRIPT = HERE / "stub_script.json"
 DEMO_VAULT = REPO / "demo" / "vault"
 CLI = [sys.executable, "-m", "memex.gateway.cli"]
-SATURATION_STEPS = (2, 4, 8, 16, 32, 64)
+SATURATION_STEPS = (2, 4, 8, 16, 32, 64, 128, 256)
 # The one locust entry summing every request; never a row of the mix.
 AGGREGATED = "Aggregated"
 
@@ -167,7 +167,7 @@ class Endpoint:
 def derived(name: str) -> bool:
     """Whether a row re-times requests another row counts: a stream's first event, a queued
     turn's whole wait. Request totals leave them out, so nothing counts twice."""
-    return name.endswith("(first event)") or name.startswith("turn:")
+    return name.endswith(("(first event)", "(first words)")) or name.startswith("turn:")
 
 
 @dataclass
@@ -194,7 +194,7 @@ class RunResult:
     def outcomes(self) -> list[Endpoint]:
         """The rows that can fail: HTTP requests, and queued turns as a whole (a turn that was
         never answered fails there, and only there; a stream's first event never fails)."""
-        return [e for e in self.rows if not e.name.endswith("(first event)")]
+        return [e for e in self.rows if not e.name.endswith(("(first event)", "(first words)"))]
 
     def rps(self) -> float:
         """HTTP requests a second, every endpoint together."""
@@ -382,10 +382,13 @@ def setup_lines(args: argparse.Namespace) -> list[str]:
         "reasoner on the `stub` engine replaying `benchmarks/load/stub_script.json`: "
         f"{stub_pace()}.",
         f"- Gateway rate limit: {limit}. Mix per user (locust weights): ask stream 3, chat stream "
-        "3, search 4, records query 3, queued turn 1; 1-3 s between tasks.",
-        "- SSE rows: `(first event)` is time to the first SSE event, `(stream)` the whole stream "
-        "to `result`/`done`. `turn: queued -> answered` is POST /v1/turns, then polling each 0.5 s "
-        "until the worker answered.",
+        "3, search 4, records query 3, queued turn 1; 1-3 s between tasks; each user runs every "
+        "task once first (so short runs cover the mix), then picks by weight.",
+        "- SSE rows: `(first event)` is time to the first SSE event, `(first words)` to the first "
+        "`delta`, `(stream)` the whole stream to `result`/`done`. `turn: queued -> answered` is "
+        "POST /v1/turns, then GET /v1/turns/{id} each 0.5 s until the worker answered (the polls "
+        "are most of the requests/s). Rows marked * re-time requests counted in other rows: "
+        "they are left out of the request totals.",
     ]
 
 
@@ -423,7 +426,7 @@ def p50_p99(step: RunResult, name: str) -> str:
 
 SATURATION_COLUMNS = {
     "search": "POST /v1/search",
-    "ask first event": "POST /v1/ask (first event)",
+    "ask first words": "POST /v1/ask (first words)",
     "ask stream": "POST /v1/ask (stream)",
     "chat stream": "POST /v1/chat (stream)",
     "queued turn": "turn: queued -> answered",

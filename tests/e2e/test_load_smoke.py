@@ -18,8 +18,10 @@ RUN_LOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "load" / "run_lo
 MIX = [
     "POST /v1/ask (stream)",
     "POST /v1/ask (first event)",
+    "POST /v1/ask (first words)",
     "POST /v1/chat (stream)",
     "POST /v1/chat (first event)",
+    "POST /v1/chat (first words)",
     "POST /v1/search",
     "POST /v1/records/query",
     "POST /v1/turns",
