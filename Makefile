@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words eval clean
+.PHONY: help install models weaviate browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -230,6 +230,12 @@ bench-first-words: install models ## Chat and ask time to first words, real mode
 
 bench-gateway: install models ## Gateway SSE overhead against the orchestrator's gRPC stream; 200 concurrent streams
 	$(PY) benchmarks/bench_gateway.py $(BENCH_GATEWAY_ARGS)
+
+# LOAD_ARGS: --users N --duration S (default 10 users, 60 s), --saturate, --real-model, --out FILE.
+LOAD_ARGS ?=
+
+load: install models ## HTTP and SSE load with locust on a private stack (stub model at 25 tokens/s); writes docs/load.md
+	$(PY) benchmarks/load/run_load.py $(LOAD_ARGS)
 
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules

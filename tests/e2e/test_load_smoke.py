@@ -1,0 +1,55 @@
+"""`make load`'s own code, end to end: a short run on a real stack writes a report that covers
+the whole mix, with nothing failing but rate limiting."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memex.embedding.config import default_model_dir
+from memex.shared.testing import require
+
+RUN_LOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "load" / "run_load.py"
+# Every request of the locustfile's mix, as the report's endpoint table names it.
+MIX = [
+    "POST /v1/ask (stream)",
+    "POST /v1/ask (first event)",
+    "POST /v1/ask (first words)",
+    "POST /v1/chat (stream)",
+    "POST /v1/chat (first event)",
+    "POST /v1/chat (first words)",
+    "POST /v1/search",
+    "POST /v1/records/query",
+    "POST /v1/turns",
+    "GET /v1/turns/{id}",
+    "turn: queued -> answered",
+]
+ROW = re.compile(r"^\| `(?P<name>[^`]+)`(?: \*)? \| (?P<requests>\d+) \| (?P<failures>\d+) \|")
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_short_load_run_covers_the_mix(tmp_path: Path) -> None:
+    require(default_model_dir() / "model.onnx", "run `make models`")
+    report = tmp_path / "load.md"
+    run = subprocess.run(
+        [sys.executable, str(RUN_LOAD), "--users", "2", "--duration", "15", "--out", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = report.read_text()
+    rows = {m["name"]: m for m in map(ROW.match, text.splitlines()) if m}
+    for name in MIX:
+        assert name in rows, f"no row for {name}:\n{text}"
+        assert int(rows[name]["requests"]) > 0, f"{name} made no requests:\n{text}"
+    failures = re.search(r"^Failures by status: (.*)\.$", text, re.MULTILINE)
+    assert failures, text
+    statuses = [] if failures[1] == "none" else [f.split(":")[0] for f in failures[1].split(", ")]
+    assert set(statuses) <= {"HTTP 429"}, text
