@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import textwrap
@@ -79,13 +80,11 @@ def test_the_metrics_port_is_a_stack_port(tmp_path: Path) -> None:
         StackSettings(data_dir=tmp_path, prometheus_port=settings.gateway_port)
 
 
-async def test_a_killed_service_counts_a_restart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fake_supervisor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Supervisor:
+    """A supervisor of one stand-in HTTP service, on the private stack's ports."""
     for name, value in private_stack_env(tmp_path).items():
         if name.startswith("MEMEX_"):
             monkeypatch.setenv(name, value)
-    settings = StackSettings()
     (tmp_path / "fake_service.py").write_text(textwrap.dedent(FAKE_SERVICE))
     service_port = free_port()
     spec = ServiceDef(
@@ -96,7 +95,14 @@ async def test_a_killed_service_counts_a_restart(
         health_url=f"http://127.0.0.1:{service_port}/",
         env={"PYTHONPATH": str(tmp_path), "FAKE_PORT": str(service_port)},
     )
-    supervisor = Supervisor(settings, [spec])
+    return Supervisor(StackSettings(), [spec])
+
+
+async def test_a_killed_service_counts_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    supervisor = fake_supervisor(tmp_path, monkeypatch)
+    settings = StackSettings()
     running = asyncio.create_task(supervisor.run())
     port = settings.supervisor_metrics_port
     try:
@@ -110,3 +116,29 @@ async def test_a_killed_service_counts_a_restart(
         supervisor.stop()
         assert await asyncio.wait_for(running, 30) == 0
     assert not busy_ports(settings)  # and freed when it stops
+
+
+async def test_a_full_disk_does_not_stop_the_supervisor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    supervisor = fake_supervisor(tmp_path, monkeypatch)
+    port = StackSettings().supervisor_metrics_port
+    running = asyncio.create_task(supervisor.run())
+    try:
+        await wait_for(port, ("memex_supervisor_service_up", "fake"), 1)
+        # The state file can no longer be written (a folder where its temp file goes stands in
+        # for a full disk): the supervisor still restarts what dies.
+        blocker = tmp_path / "run" / "stack.tmp"
+        blocker.mkdir()
+        os.kill(supervisor._children[0].process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        await wait_for(port, ("memex_supervisor_restarts_total", "fake"), 1)
+        await wait_for(port, ("memex_supervisor_service_up", "fake"), 1)
+        assert not running.done()
+        blocker.rmdir()
+        os.kill(supervisor._children[0].process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        await wait_for(port, ("memex_supervisor_restarts_total", "fake"), 2)
+        state = json.loads((tmp_path / "run" / "stack.json").read_text())
+        assert state["services"]["fake"]["restarts"] >= 1  # written again once it could be
+    finally:
+        supervisor.stop()
+        assert await asyncio.wait_for(running, 30) == 0

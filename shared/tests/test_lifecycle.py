@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -162,6 +164,35 @@ async def test_unknown_errors_become_internal_without_leaking(
     assert "secret" not in (info.value.details() or "")
     assert "request id" in (info.value.details() or "")
     assert any("secret path" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+def sqlite_full_error() -> sqlite3.Error:
+    """The error SQLite really raises when its file cannot grow (a page limit stands in for
+    the disk)."""
+    db = sqlite3.connect(":memory:")
+    db.execute("PRAGMA max_page_count = 2")
+    db.execute("CREATE TABLE t (x BLOB)")
+    try:
+        for _ in range(100):
+            db.execute("INSERT INTO t VALUES (zeroblob(4096))")
+    except sqlite3.Error as exc:
+        return exc
+    raise AssertionError("SQLite never filled up")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [OSError(errno.ENOSPC, "No space left on device"), sqlite_full_error()],
+    ids=["ENOSPC", "SQLITE_FULL"],
+)
+async def test_a_full_disk_is_resource_exhausted_saying_so(error: Exception) -> None:
+    engine = Engine()
+    engine.error = error
+    async with serving(make_service(engine)) as running, client(running.port) as ch:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await embedding_pb2_grpc.EmbeddingServiceStub(ch).Embed(embedding_pb2.EmbedRequest())
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "disk holding memex's data is full" in (info.value.details() or "")
 
 
 @pytest.mark.parametrize(

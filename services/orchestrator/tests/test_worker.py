@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import sqlite3
 import urllib.request
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ from prometheus_client import REGISTRY
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask import AskResult
 from memex.orchestrator.service import Orchestrator
+from memex.orchestrator.store import Turn
 from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.health import check
 from memex.shared.testing import serving
@@ -119,6 +121,51 @@ async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Pat
         and len(failed.error) <= 500
     )
     assert o.store.get_turn("me", ok.id).state == "answered"
+
+
+async def test_a_full_disk_leaves_the_turn_queued_and_the_worker_running(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = make_orchestrator(
+        tmp_path,
+        model,
+        FakeMemory(NOTES),
+        worker_poll_seconds=0.05,
+        worker_id="w1",
+        worker_lease_seconds=0.3,
+    )
+    turn = await o.create_turn("me", "", "How much was the deposit?")
+    no_space = OSError(errno.ENOSPC, "No space left on device")
+    claim, ask = o.store.claim_next, o.asker.ask
+    failures = {"claim": 1, "ask": 1}
+
+    def full_claim(worker_id: str, lease_seconds: float) -> Turn | None:
+        if failures["claim"]:
+            failures["claim"] -= 1
+            raise no_space
+        return claim(worker_id, lease_seconds)
+
+    async def full_ask(
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
+    ) -> AskResult:
+        if failures["ask"]:
+            failures["ask"] -= 1
+            raise sqlite3.OperationalError("database or disk is full") from no_space
+        return await ask(tenant, question, persona_name, limit, include_sensitive=include_sensitive)
+
+    o.store.claim_next = full_claim  # type: ignore[method-assign]
+    o.asker.ask = full_ask  # type: ignore[method-assign]
+    await run_until(ChatWorker(o, o.settings), 1)
+    # Neither failure ended the loop or marked the turn failed: once its lease ran out it was
+    # claimed again and answered.
+    assert failures == {"claim": 0, "ask": 0}
+    assert o.store.get_turn("me", turn.id).state == "answered"
 
 
 async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_once(

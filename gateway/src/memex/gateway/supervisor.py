@@ -121,6 +121,7 @@ class Supervisor:
         self._children = [_Child(s) for s in (services or stack_services(settings))]
         self._stopping = asyncio.Event()
         self._phase = "starting"
+        self._state_unwritten = False  # the last state write failed (a full disk, say)
         self.metrics = SupervisorMetrics([c.spec.name for c in self._children])
 
     def stop(self) -> None:
@@ -299,5 +300,15 @@ class Supervisor:
         }
         path = state_path(self._settings)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(state, indent=2))
+            tmp.replace(path)
+        except OSError as exc:
+            # A full disk must not take the supervisor down with it: the services go on being
+            # watched and restarted, and `memex status` reads the last state written until the
+            # next write succeeds.
+            if not self._state_unwritten:
+                log.error("cannot write %s (%s); supervising on", path, exc)
+            self._state_unwritten = True
+        else:
+            self._state_unwritten = False

@@ -7,6 +7,9 @@ never carry secrets or internal state.
 
 from __future__ import annotations
 
+import errno
+import sqlite3
+
 
 class MemexError(Exception):
     """Base class of every error a client may see."""
@@ -54,3 +57,16 @@ class Unauthenticated(MemexError):
 
 class Cancelled(MemexError):
     """The caller went away."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a full disk: ENOSPC or EDQUOT from the OS, or
+    SQLite's SQLITE_FULL ("database or disk is full")."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(seen, sqlite3.Error) and seen.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -24,6 +24,9 @@ ERROR_BY_STATUS: dict[grpc.StatusCode, type[errors.MemexError]] = {
 }
 
 INTERNAL_MESSAGE = "internal error; the service log has the details under request id {request_id}"
+DISK_FULL_MESSAGE = (
+    "the disk holding memex's data is full, so nothing was written: free some space, then try again"
+)
 
 
 def status_for(exc: errors.MemexError) -> grpc.StatusCode:

@@ -17,7 +17,8 @@ from typing import Any, cast
 import grpc
 
 from memex.shared import errors
-from memex.shared.grpc_errors import INTERNAL_MESSAGE, status_for
+from memex.shared.errors import is_disk_full
+from memex.shared.grpc_errors import DISK_FULL_MESSAGE, INTERNAL_MESSAGE, status_for
 from memex.shared.logs import request_id_var
 from memex.shared.metrics import RPC_HANDLED, RPC_IN_FLIGHT, RPC_SECONDS
 
@@ -42,6 +43,10 @@ def _request_id(context: grpc.aio.ServicerContext[Any, Any]) -> str:
 def _status_of(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     if isinstance(exc, errors.MemexError):
         return status_for(exc), exc.message
+    if is_disk_full(exc):
+        # Not a bug to hunt down by request id: the operator has to free space.
+        log.error("disk full: %s", exc)
+        return grpc.StatusCode.RESOURCE_EXHAUSTED, DISK_FULL_MESSAGE
     return grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id_var.get())
 
 

@@ -26,7 +26,7 @@ from memex.orchestrator.metrics import WORKER_TURNS
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.text import PriorTurn, compose_query
-from memex.shared.errors import MemexError
+from memex.shared.errors import MemexError, is_disk_full
 from memex.shared.logs import configure_logging, request_id_var
 from memex.shared.server import EngineSlot, GrpcService
 
@@ -51,9 +51,18 @@ class ChatWorker:
         requeued += await asyncio.to_thread(self._store.requeue_expired)
         log.info("chat worker %s started; %d orphaned turns requeued", settings.worker_id, requeued)
         while not self.stopping.is_set():
-            turn = await asyncio.to_thread(
-                self._store.claim_next, settings.worker_id, settings.worker_lease_seconds
-            )
+            try:
+                turn = await asyncio.to_thread(
+                    self._store.claim_next, settings.worker_id, settings.worker_lease_seconds
+                )
+            except Exception as exc:
+                if not is_disk_full(exc):
+                    raise
+                # Nothing can be claimed until space is back; the queue itself is intact.
+                log.error("disk full; no turn can be claimed until space is freed")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), settings.worker_poll_seconds)
+                continue
             if turn is None:
                 await asyncio.to_thread(self._store.requeue_expired)
                 with contextlib.suppress(TimeoutError):
@@ -109,6 +118,12 @@ class ChatWorker:
                     "turn %s was taken back before its answer was written; answer dropped", turn.id
                 )
         except Exception as exc:
+            if is_disk_full(exc):
+                # Not the turn's fault, and nothing can be written now: its lease runs out and
+                # it is answered again once space is back.
+                log.error("disk full while answering turn %s; it will be retried", turn.id)
+                WORKER_TURNS.labels("requeued").inc()
+                return
             message = exc.message if isinstance(exc, MemexError) else f"{type(exc).__name__}: {exc}"
             log.exception("turn %s failed", turn.id)
             WORKER_TURNS.labels("error").inc()
