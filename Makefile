@@ -237,5 +237,8 @@ LOAD_ARGS ?=
 load: install models ## HTTP and SSE load with locust on a private stack (stub model at 25 tokens/s); writes docs/load.md
 	$(PY) benchmarks/load/run_load.py $(LOAD_ARGS)
 
+chaos: install models ## Faults under load on a private stack (kill -9, SIGSTOP, disk full, a corrupt index); writes docs/chaos.md
+	$(PY) benchmarks/chaos.py --out docs/chaos.md $(CHAOS_ARGS)
+
 clean: down ## Remove the environments (models and data stay in the cache and data dirs)
 	rm -rf $(VENV) $(TOOLS) node_modules
