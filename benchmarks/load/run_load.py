@@ -151,6 +151,8 @@ class Sampler:
         """One reading of every process (CPU% since the last reading, RSS now)."""
         for name, process in self._processes.items():
             with contextlib.suppress(psutil.Error):
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    continue  # exited (locust at the end of its run): no reading, not a 0
                 got = self.samples.setdefault(name, ProcessSamples())
                 if cpu:
                     got.cpu.append(process.cpu_percent(None))
