@@ -50,6 +50,8 @@ SATURATION_STEPS = (2, 4, 8, 16, 32, 64, 128, 256)
 # The one locust entry summing every request; never a row of the mix.
 AGGREGATED = "Aggregated"
 TURN_ROW = "turn: queued -> answered"
+# locust's own process: sampled and shown, but not part of the stack's totals.
+LOAD_GENERATOR = "(locust, the load generator)"
 
 
 # --- the stack ----------------------------------------------------------------------------------
@@ -138,10 +140,19 @@ class Sampler:
             with contextlib.suppress(psutil.Error):
                 process.cpu_percent(None)
 
+    def add(self, name: str, pid: int) -> None:
+        """Samples one more process too (the load generator, which shares the machine)."""
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            process.cpu_percent(None)
+            self._processes[name] = process
+
     def sample(self, *, cpu: bool = True) -> None:
         """One reading of every process (CPU% since the last reading, RSS now)."""
         for name, process in self._processes.items():
             with contextlib.suppress(psutil.Error):
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    continue  # exited (locust at the end of its run): no reading, not a 0
                 got = self.samples.setdefault(name, ProcessSamples())
                 if cpu:
                     got.cpu.append(process.cpu_percent(None))
@@ -291,6 +302,7 @@ def run_locust(
     sampler.sample(cpu=False)  # RSS at the start
     log = (out_dir / f"{tag}.log").open("w")
     with log, subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT) as locust:
+        sampler.add(LOAD_GENERATOR, locust.pid)
         while locust.poll() is None:
             time.sleep(1)
             sampler.sample()
@@ -355,10 +367,21 @@ def process_table(result: RunResult) -> list[str]:
 
 def stack_rss(result: RunResult) -> tuple[float, float, float]:
     """The whole stack's RSS in MB: at the start, its peak sample, at the end."""
-    series = [s.rss_mb for s in result.processes.values() if s.rss_mb]
+    series = [s.rss_mb for n, s in result.processes.items() if s.rss_mb and n != LOAD_GENERATOR]
     length = min(len(s) for s in series)
     totals = [sum(s[i] for s in series) for i in range(length)]
     return totals[0], max(totals), totals[-1]
+
+
+def cpu_means(result: RunResult) -> tuple[float, float]:
+    """Mean CPU% of the whole stack (summed over its processes; 100 is one core) and of locust."""
+    stack = sum(
+        statistics.fmean(s.cpu)
+        for n, s in result.processes.items()
+        if s.cpu and n != LOAD_GENERATOR
+    )
+    generator = result.processes.get(LOAD_GENERATOR)
+    return stack, statistics.fmean(generator.cpu) if generator and generator.cpu else 0.0
 
 
 def stub_pace() -> str:
@@ -447,8 +470,9 @@ def saturation_section(steps: list[RunResult], p99_bound_ms: float) -> list[str]
         "turn's wait does not stop it: the worker answers turns one at a time, so that wait "
         "measures the queue (shown in its column).",
         "",
-        f"| users | req/s | errors | {heads} | worst p99 | failures by status | RSS MB end |",
-        "|---:|---:|---:|" + "---:|" * len(SATURATION_COLUMNS) + "---|---|---:|",
+        f"| users | req/s | errors | {heads} | worst p99 | failures by status | RSS MB end "
+        "| stack CPU % | locust CPU % |",
+        "|---:|---:|---:|" + "---:|" * len(SATURATION_COLUMNS) + "---|---|---:|---:|---:|",
     ]
     for step in steps:
         cells = " | ".join(p50_p99(step, name) for name in SATURATION_COLUMNS.values())
@@ -456,9 +480,16 @@ def saturation_section(steps: list[RunResult], p99_bound_ms: float) -> list[str]
         lines.append(
             f"| {step.users} | {step.rps():.1f} | {step.error_ratio():.1%} | {cells} "
             f"| `{worst.name}` {ms(worst.p99)} | {failures_line(step.failures)} "
-            f"| {stack_rss(step)[2]:.0f} |"
+            f"| {stack_rss(step)[2]:.0f} | {cpu_means(step)[0]:.0f} | {cpu_means(step)[1]:.0f} |"
         )
-    lines += ["", verdict(steps, p99_bound_ms), ""]
+    lines += [
+        "",
+        f"CPU % is the mean over the step, 100 = one core of {psutil.cpu_count()}; stack CPU sums "
+        "its processes.",
+        "",
+        verdict(steps, p99_bound_ms),
+        "",
+    ]
     return lines
 
 
@@ -479,6 +510,29 @@ def verdict(steps: list[RunResult], p99_bound_ms: float) -> str:
     turns = [(s.users, s.row(TURN_ROW)) for s in steps]
     waits = ", ".join(f"{ms(row.p50)} ms at {users} users" for users, row in turns if row)
     queue = f"Queued turns waited (p50) {waits}." if waits else ""
+    unanswered = [str(users) for users, row in turns if row is None]
+    if unanswered:
+        queue += (
+            f" At {', '.join(unanswered)} users no queued turn was answered within its step "
+            "(-): the queue outgrew the step."
+        )
+    last = steps[-1]
+    if last is not best and last.rps() < 0.8 * best.rps():
+        stack_cpu, locust_cpu = cpu_means(last)
+        cores = 100 * (psutil.cpu_count() or 1)
+        limit = (
+            f"the cores are the limit: stack {stack_cpu:.0f}% + locust {locust_cpu:.0f}% of "
+            f"{cores}%"
+            if stack_cpu + locust_cpu >= 0.8 * cores
+            else f"the cores are not full: stack {stack_cpu:.0f}% + locust {locust_cpu:.0f}% of "
+            f"{cores}%"
+        )
+        refused = "no request refused" if not last.failures else failures_line(last.failures)
+        peak += (
+            f" Past it throughput fell to {last.rps():.1f} requests/s at {last.users} users while "
+            f"`{last.worst_p99().name}` p99 rose to {ms(last.worst_p99().p99)} ms ({refused}): "
+            f"requests queue ({limit})."
+        )
     if broke is None:
         return f"It did not break up to {steps[-1].users} users. {peak} {memory} {queue}"
     shed = {k: v for k, v in broke.failures.items() if any(c in k for c in SHED)}
