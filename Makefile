@@ -234,8 +234,8 @@ bench-gateway: install models ## Gateway SSE overhead against the orchestrator's
 # LOAD_ARGS: --users N --duration S (default 10 users, 60 s), --saturate, --real-model, --out FILE.
 LOAD_ARGS ?=
 
-load: install models ## HTTP and SSE load with locust on a private stack (stub model at 25 tokens/s); writes docs/load.md
-	$(PY) benchmarks/load/run_load.py $(LOAD_ARGS)
+load: install models prometheus ## HTTP and SSE load with locust on a private stack (stub model at 25 tokens/s), Prometheus watching; writes docs/load.md and docs/dashboard.png
+	$(PY) benchmarks/load/run_load.py --dashboard docs/dashboard.png $(LOAD_ARGS)
 
 chaos: install models ## Faults under load on a private stack (kill -9, SIGSTOP, disk full, a corrupt index); writes docs/chaos.md
 	$(PY) benchmarks/chaos.py --out docs/chaos.md $(CHAOS_ARGS)

@@ -230,7 +230,51 @@ def supervisor_restart_metrics(stack: RunningStack) -> dict[str, float]:
     return counts
 
 
-async def chaos(stack: RunningStack, can_fill: bool, stall_seconds: float) -> list[FaultResult]:
+def process_usage(stack: RunningStack) -> dict[str, tuple[int, int]]:
+    """Each service's RSS (bytes) and open file descriptors now, its children included."""
+    usage = {}
+    for name in stack.state():
+        with contextlib.suppress(psutil.Error, OSError, ValueError):
+            process = psutil.Process(stack.pid(name))
+            family = [process, *process.children(recursive=True)]
+            usage[name] = (
+                sum(p.memory_info().rss for p in family),
+                sum(p.num_fds() for p in family),
+            )
+    return usage
+
+
+async def soak(stack: RunningStack, seconds: float) -> FaultResult:
+    """The load and the writer for ``seconds`` more: every process's RSS and open file
+    descriptors must stay flat (the end within 10% of the reading a fifth of the way in,
+    after caches have warmed)."""
+    result = FaultResult(f"soak {seconds / 60:.0f} min under the same load")
+    samples: list[dict[str, tuple[int, int]]] = []
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        samples.append(await asyncio.to_thread(process_usage, stack))
+        await asyncio.sleep(10)
+    samples.append(await asyncio.to_thread(process_usage, stack))
+    base, end = samples[len(samples) // 5], samples[-1]
+    rows = []
+    for name in base:
+        if name not in end:
+            result.failures.append(f"{name} was gone at the end of the soak")
+            continue
+        (rss0, fds0), (rss1, fds1) = base[name], end[name]
+        peak = max(s[name][0] for s in samples if name in s)
+        rows.append(f"{name} {rss0 >> 20}->{rss1 >> 20} MiB (max {peak >> 20}), fds {fds0}->{fds1}")
+        if rss1 > rss0 * 1.10:
+            result.failures.append(f"{name}'s RSS grew {rss0 >> 20} -> {rss1 >> 20} MiB")
+        if fds1 > fds0 * 1.10 + 2:
+            result.failures.append(f"{name}'s open files grew {fds0} -> {fds1}")
+    result.detail = f"{len(samples)} samples; " + "; ".join(rows)
+    return result
+
+
+async def chaos(
+    stack: RunningStack, can_fill: bool, stall_seconds: float, soak_seconds: float
+) -> list[FaultResult]:
     """Every fault in turn, with the writer running throughout; then the end-of-run checks."""
     ledger = Ledger()
     vault = stack.data_dir.parent / "vault"
@@ -245,6 +289,8 @@ async def chaos(stack: RunningStack, can_fill: bool, stall_seconds: float) -> li
         results.append(await stop_fault(stack, "retrieval", stall_seconds))
         results.append(await disk_full_fault(stack, ledger, can_fill))
         results.append(await corrupt_index_fault(stack))
+        if soak_seconds > 0:
+            results.append(await soak(stack, soak_seconds))
     finally:
         stop.set()
         await writer
@@ -293,6 +339,9 @@ def main() -> int:
     parser.add_argument("--stall-seconds", type=float, default=10.0)
     parser.add_argument("--tmpfs-mb", type=int, default=512)
     parser.add_argument("--logs", type=Path, help="keep the stack's logs here")
+    parser.add_argument(
+        "--soak-seconds", type=float, default=0, help="then this long under load (600: 10 min)"
+    )
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="memex-chaos-") as tmp,
@@ -310,7 +359,7 @@ def main() -> int:
                 print(indexed.stdout + indexed.stderr, file=sys.stderr)
                 return 1
             with background_load(stack.gateway_url, args.users, Path(tmp) / "locust.log"):
-                results = asyncio.run(chaos(stack, can_fill, args.stall_seconds))
+                results = asyncio.run(chaos(stack, can_fill, args.stall_seconds, args.soak_seconds))
         finally:
             stack.memex("down", timeout=120)
             if args.logs:

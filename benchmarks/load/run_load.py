@@ -37,6 +37,7 @@ from pathlib import Path
 
 import psutil
 
+from memex.gateway.observe import SCRAPE_INTERVAL
 from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL
 
@@ -46,6 +47,7 @@ LOCUSTFILE = HERE / "locustfile.py"
 STUB_SCRIPT = HERE / "stub_script.json"
 DEMO_VAULT = REPO / "demo" / "vault"
 CLI = [sys.executable, "-m", "memex.gateway.cli"]
+SCRAPE_SECONDS = int(SCRAPE_INTERVAL.removesuffix("s"))
 SATURATION_STEPS = (2, 4, 8, 16, 32, 64, 128, 256)
 # The one locust entry summing every request; never a row of the mix.
 AGGREGATED = "Aggregated"
@@ -570,6 +572,12 @@ def main() -> None:
         "--rate-limit", type=float, default=0, help="gateway requests/min per caller (0: off)"
     )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "load.md")
+    parser.add_argument(
+        "--dashboard",
+        type=Path,
+        help="run Prometheus (`memex observe`) beside the stub stack, check every Grafana "
+        "panel's query against it after the load, and draw the panels into this PNG",
+    )
     args = parser.parse_args()
 
     sections: list[str] = []
@@ -583,8 +591,11 @@ def main() -> None:
         data = work / "data"
         env = stack_env(data, stub=True, rate_limit=args.rate_limit)
         print(f"starting a private stack (stub reasoner) in {data}", flush=True)
-        with running_stack(env) as url:
+        if args.dashboard:
+            memex(env, "observe", "--config-only")  # Prometheus's gateway key, before the gateway
+        with running_stack(env) as url, observed(env, work, on=bool(args.dashboard)) as prom:
             print(f"load: {args.users} users for {args.duration} s against {url}", flush=True)
+            load_started = time.time()
             result = run_locust(url, data, work, args.users, args.duration, "load")
             sections += run_section("Load (stub reasoner)", result)
             write()
@@ -598,6 +609,12 @@ def main() -> None:
                         break
                 sections += saturation_section(steps, args.p99_bound_ms)
                 write()
+            if args.dashboard:
+                checked = check_dashboard(prom, args.dashboard, load_started)
+                sections += dashboard_section(checked, args.dashboard, args.out)
+                write()
+                if checked.returncode != 0:
+                    raise SystemExit(f"dashboard panels without data:\n{checked.stdout}")
         if args.real_model:
             real_data = work / "real"
             real_env = stack_env(real_data, stub=False, rate_limit=args.rate_limit)
@@ -607,6 +624,57 @@ def main() -> None:
             sections += run_section(f"One user on the real default model ({real_model()})", real)
             write()
     print(f"wrote {args.out}")
+
+
+@contextlib.contextmanager
+def observed(env: dict[str, str], work: Path, *, on: bool) -> Iterator[str]:
+    """`memex observe` (the real Prometheus scraping every stack process) while the block runs,
+    when ``on``; yields Prometheus's URL (empty when off)."""
+    if not on:
+        yield ""
+        return
+    log = (work / "prometheus.log").open("wb")
+    with log, subprocess.Popen([*CLI, "observe"], env=env, stdout=log, stderr=log) as prometheus:
+        try:
+            yield f"http://127.0.0.1:{env['MEMEX_PROMETHEUS_PORT']}"
+        finally:
+            prometheus.terminate()  # observe runs as Prometheus itself: this stops it
+            prometheus.wait(timeout=30)
+
+
+def check_dashboard(
+    prometheus: str, picture: Path, since: float
+) -> subprocess.CompletedProcess[str]:
+    """scripts/dashboard_check.py against the Prometheus that watched the load since ``since``
+    (a time.time()), once it has scraped the end of the run."""
+    time.sleep(2 * SCRAPE_SECONDS + 2)
+    minutes = f"{(time.time() - since) / 60:.2f}"
+    command = [sys.executable, str(REPO / "scripts" / "dashboard_check.py")]
+    command += ["--prometheus", prometheus, "--minutes", minutes, "--picture", str(picture)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def dashboard_section(
+    checked: subprocess.CompletedProcess[str], picture: Path, report: Path
+) -> list[str]:
+    """What the dashboard's panels showed for this load, and the picture of them."""
+    lines = ["## The dashboard during this load", ""]
+    lines += [
+        "Prometheus (`memex observe`) scraped every process during the runs above; each panel "
+        "of deploy/grafana/memex.json was evaluated through its HTTP API "
+        "(scripts/dashboard_check.py):",
+        "",
+        "```",
+        checked.stdout.strip() or checked.stderr.strip(),
+        "```",
+        "",
+    ]
+    with contextlib.suppress(ValueError):
+        lines += [
+            f"![the dashboard's panels]({picture.resolve().relative_to(report.resolve().parent)})",
+            "",
+        ]
+    return lines
 
 
 def real_model() -> str:

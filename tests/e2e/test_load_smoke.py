@@ -4,6 +4,7 @@ the whole mix, with nothing failing but rate limiting."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,16 +34,16 @@ ROW = re.compile(r"^\| `(?P<name>[^`]+)`(?: \*)? \| (?P<requests>\d+) \| (?P<fai
 
 @pytest.mark.e2e
 @pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_short_load_run_covers_the_mix(tmp_path: Path) -> None:
+@pytest.mark.timeout(300)
+def test_short_load_run_covers_the_mix_and_every_dashboard_panel(tmp_path: Path) -> None:
+    """The issue's dashboard check: the real stack under the load test, scraped by the real
+    Prometheus; every Grafana panel's query must parse and return series."""
     require(default_model_dir() / "model.onnx", "run `make models`")
-    report = tmp_path / "load.md"
-    run = subprocess.run(
-        [sys.executable, str(RUN_LOAD), "--users", "2", "--duration", "15", "--out", str(report)],
-        capture_output=True,
-        text=True,
-        timeout=220,
-    )
+    require(Path(shutil.which("prometheus") or "/usr/bin/prometheus"), "run `make prometheus`")
+    report, picture = tmp_path / "load.md", tmp_path / "dashboard.png"
+    command = [sys.executable, str(RUN_LOAD), "--users", "2", "--duration", "15"]
+    command += ["--out", str(report), "--dashboard", str(picture)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=280)
     assert run.returncode == 0, run.stdout + run.stderr
     text = report.read_text()
     rows = {m["name"]: m for m in map(ROW.match, text.splitlines()) if m}
@@ -53,3 +54,7 @@ def test_short_load_run_covers_the_mix(tmp_path: Path) -> None:
     assert failures, text
     statuses = [] if failures[1] == "none" else [f.split(":")[0] for f in failures[1].split(", ")]
     assert set(statuses) <= {"HTTP 429"}, text
+    dashboard = text.split("## The dashboard during this load", 1)
+    assert len(dashboard) == 2, text
+    assert re.search(r"\d+ queries on \d+ panels; 0 failed", dashboard[1]), dashboard[1]
+    assert picture.stat().st_size > 10_000  # the panels, drawn
