@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
+.PHONY: help install models weaviate ghz browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -133,6 +133,18 @@ $(WEAVIATE_BIN):
 
 weaviate: $(WEAVIATE_BIN) ## Build the Weaviate server from source with Go (once; cached by version)
 
+# ghz, the gRPC load tool, the same way (a Go module; benchmarks/load/grpc_load.py names the version).
+GHZ_VERSION := $(shell sed -n 's/^GHZ_VERSION = "\(.*\)"$$/\1/p' benchmarks/load/grpc_load.py)
+GHZ_BIN := $(CACHE)/bin/ghz-$(GHZ_VERSION)
+$(GHZ_BIN):
+	mkdir -p $(CACHE)/bin $(GOCACHES)/gobin
+	GOMODCACHE=$(GOCACHES)/mod GOCACHE=$(GOCACHES)/build GOBIN=$(GOCACHES)/gobin CGO_ENABLED=0 \
+	  GOFLAGS="-buildvcs=false -trimpath -modcacherw" \
+	  nice $(GO) install -ldflags "-s -w" github.com/bojand/ghz/cmd/ghz@$(GHZ_VERSION)
+	mv $(GOCACHES)/gobin/ghz $@
+
+ghz: $(GHZ_BIN) ## Build ghz (gRPC load) from source with Go (once; cached by version)
+
 # The web chat's end-to-end tests drive Debian's Chromium with Playwright (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -171,7 +183,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate browser prometheus lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate ghz browser prometheus lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
@@ -234,8 +246,8 @@ bench-gateway: install models ## Gateway SSE overhead against the orchestrator's
 # LOAD_ARGS: --users N --duration S (default 10 users, 60 s), --saturate, --real-model, --out FILE.
 LOAD_ARGS ?=
 
-load: install models prometheus ## HTTP and SSE load with locust on a private stack (stub model at 25 tokens/s), Prometheus watching; writes docs/load.md and docs/dashboard.png
-	$(PY) benchmarks/load/run_load.py --dashboard docs/dashboard.png $(LOAD_ARGS)
+load: install models prometheus ghz ## HTTP and SSE load with locust, gRPC per stage with ghz, on a private stack (stub model at 25 tokens/s), Prometheus watching; writes docs/load.md and docs/dashboard.png
+	$(PY) benchmarks/load/run_load.py --grpc 10 --dashboard docs/dashboard.png $(LOAD_ARGS)
 
 chaos: install models ## Faults under load on a private stack (kill -9, SIGSTOP, disk full, a corrupt index); writes docs/chaos.md
 	$(PY) benchmarks/chaos.py --out docs/chaos.md $(CHAOS_ARGS)

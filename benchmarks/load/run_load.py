@@ -42,6 +42,10 @@ from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL
 
 HERE = Path(__file__).resolve().parent
+# Run as a script, this folder is on the path but its package (load) is not: add benchmarks/.
+sys.path.insert(0, str(HERE.parent))
+from load.grpc_load import CALLS, ghz_binary, grpc_section, run_stage  # noqa: E402
+
 REPO = HERE.parents[1]
 LOCUSTFILE = HERE / "locustfile.py"
 STUB_SCRIPT = HERE / "stub_script.json"
@@ -573,6 +577,13 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "load.md")
     parser.add_argument(
+        "--grpc",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="also drive each stage's gRPC port with ghz for this long (`make ghz` builds it)",
+    )
+    parser.add_argument(
         "--dashboard",
         type=Path,
         help="run Prometheus (`memex observe`) beside the stub stack, check every Grafana "
@@ -599,6 +610,14 @@ def main() -> None:
             result = run_locust(url, data, work, args.users, args.duration, "load")
             sections += run_section("Load (stub reasoner)", result)
             write()
+            if args.grpc:
+                ghz = ghz_binary()
+                if ghz is None:
+                    raise SystemExit("ghz is missing: run `make ghz`")
+                print(f"gRPC: ghz on each stage for {args.grpc} s", flush=True)
+                grpc = [run_stage(ghz, env, call, args.grpc) for call in CALLS]
+                sections += grpc_section(grpc, args.grpc)
+                write()
             if args.saturate:
                 steps = []
                 for users in (int(u) for u in args.steps.split(",")):
