@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
@@ -17,6 +18,7 @@ from memex.orchestrator.ask import AskResult
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.worker import ChatWorker, WorkerService
+from memex.shared.errors import ResourceExhausted
 from memex.shared.health import check
 from memex.shared.testing import serving
 
@@ -166,6 +168,18 @@ async def test_a_full_disk_leaves_the_turn_queued_and_the_worker_running(
     # claimed again and answered.
     assert failures == {"claim": 0, "ask": 0}
     assert o.store.get_turn("me", turn.id).state == "answered"
+
+
+async def test_a_full_queue_refuses_a_new_turn_until_one_is_claimed(tmp_path: Path) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), max_pending_turns=2)
+    await o.create_turn("me", "", "first")
+    await o.create_turn("me", "", "second")
+    with pytest.raises(ResourceExhausted, match="2 questions are already waiting"):
+        await o.create_turn("me", "", "third")
+    assert o.store.pending_turns().count == 2  # the refused turn was not stored
+    o.store.claim_next("w1", lease_seconds=60)  # a worker took one: room for another
+    await o.create_turn("me", "", "third")
 
 
 async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_once(

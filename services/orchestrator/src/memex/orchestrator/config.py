@@ -95,6 +95,12 @@ class OrchestratorSettings(ServiceSettings):
     worker_lease_seconds: float = Field(
         120.0, gt=0, description="A thinking turn whose worker is silent this long is requeued."
     )
+    max_pending_turns: int = Field(
+        100,
+        ge=1,
+        description="Queued turns waiting for a worker beyond which a new one is refused "
+        "(RESOURCE_EXHAUSTED, HTTP 429) rather than left to wait behind them.",
+    )
 
     @property
     def state_path(self) -> Path:

@@ -27,7 +27,7 @@ from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
-from memex.shared.errors import InvalidArgument, MemexError, Unavailable
+from memex.shared.errors import InvalidArgument, MemexError, ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,14 @@ class Orchestrator:
         text = text.strip()
         if not text:
             raise InvalidArgument("text is empty: write a question")
+        waiting = await asyncio.to_thread(self.store.pending_turns)
+        if waiting.count >= self.settings.max_pending_turns:
+            # One worker answers turns one at a time: past this, a new turn would only wait
+            # longer, so say so now (the load test found the queue growing without bound).
+            raise ResourceExhausted(
+                f"{waiting.count} questions are already waiting for an answer (the oldest for "
+                f"{waiting.oldest_age_seconds:.0f} s): ask again once some are answered"
+            )
         return await asyncio.to_thread(
             self.store.create_turn,
             tenant,
