@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
+from memex.orchestrator.policy import WITHHELD_REPLY
 from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
@@ -141,6 +142,32 @@ async def test_a_chat_that_did_not_ask_for_sensitive_notes_withholds_them_from_a
     citations = next(e for e in events if isinstance(e, Citations))
     assert citations.withheld == 1
     assert all(c.episode_id != "ep-therapy" for c in citations.citations)
+
+
+async def test_a_reply_that_drew_on_sensitive_notes_is_not_history_for_a_message_that_did_not(
+    tmp_path: Path,
+) -> None:
+    """What a sensitive reply said must not reach the model by way of the conversation's history
+    when a later message did not ask for sensitive notes."""
+    model = ScriptedReasoner({CHAT: ["You talked through the panic attacks [3]."]})
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    first = await collect(o.chatter, "", "how am I?", include_sensitive=True)
+    assert isinstance(first[0], Meta)
+    conversation = first[0].conversation_id
+    model.replies[CHAT] = ["Noted."]
+    await collect(o.chatter, conversation, "and the deposit?", include_sensitive=False)
+    later = " ".join(m.content for m in model.calls[1].messages)
+    assert "panic" not in later and WITHHELD_REPLY in later
+    await collect(o.chatter, conversation, "and me?", include_sensitive=True)
+    owner = " ".join(m.content for m in model.calls[2].messages)
+    assert "You talked through the panic attacks" in owner and WITHHELD_REPLY not in owner
+    _, messages = o.store.get_conversation("me", conversation)
+    assert [(m.role, m.sensitive) for m in messages][:4] == [
+        ("user", False),
+        ("assistant", True),  # it was shown the therapy note
+        ("user", False),
+        ("assistant", False),  # sensitive notes were withheld from it
+    ]
 
 
 async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: Path) -> None:

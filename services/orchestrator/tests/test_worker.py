@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask import AskResult
+from memex.orchestrator.policy import WITHHELD_REPLY
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.worker import ChatWorker, WorkerService
@@ -88,6 +89,19 @@ async def test_a_queued_turn_withholds_sensitive_notes_unless_its_request_asked(
     assert plain_reply.text.endswith("_(1 sensitive source withheld from this answer.)_")
     [_, asked_reply] = o.store.list_turns("me", asked.thread_id)
     assert "withheld" not in asked_reply.text
+
+
+async def test_an_answer_that_could_see_sensitive_notes_is_not_history_for_a_turn_that_cannot(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: ["You talked through panic [3]."]})
+    o = orchestrator(tmp_path, model)
+    first = await o.create_turn("me", "", "How am I?", include_sensitive=True)
+    await o.create_turn("me", first.thread_id, "And the deposit?")
+    await run_until(ChatWorker(o, o.settings), 2)
+    second = model.calls[1].messages[-1].content
+    assert "How am I?" in second and WITHHELD_REPLY in second
+    assert "talked through" not in second
 
 
 async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memex.orchestrator.answers import ReplyStream
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
@@ -25,6 +25,7 @@ from memex.orchestrator.items import Citation
 from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, WITHHELD, timed
 from memex.orchestrator.persona import Personas
 from memex.orchestrator.pipeline import Pipeline, checked
+from memex.orchestrator.policy import history_text
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import MemexError
@@ -123,6 +124,15 @@ class Chatter:
                 fused = await p.retriever.search(tenant, persona, message)
             shown, withheld = p.sensitivity.split(fused, include_sensitive=include_sensitive)
             # brief: the sources, the rules, the history, the message
+            history = [
+                replace(
+                    m,
+                    text=history_text(
+                        m.text, drew_on_sensitive=m.sensitive, include_sensitive=include_sensitive
+                    ),
+                )
+                for m in history
+            ]
             sources = p.briefer.sources(
                 shown,
                 message,
@@ -175,6 +185,7 @@ class Chatter:
                 citations,
                 p.generator.model,
                 latency_ms,
+                sensitive=any(s.item.sensitive for s in sources),
             )
             # record
             await p.recorder.record(

@@ -22,6 +22,8 @@ class Message:
     model: str
     latency_ms: float
     created_at: str
+    # A reply that drew on sensitive notes: history only for requests that may see them.
+    sensitive: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,16 @@ class ConversationStore(Database):
         citations: Sequence[Citation] = (),
         model: str = "",
         latency_ms: float = 0.0,
+        *,
+        sensitive: bool = False,
     ) -> str:
-        """Appends a message; returns its id."""
+        """Appends a message; returns its id. ``sensitive``: the reply drew on sensitive notes."""
         message_id, stamp = new_id(), now_iso()
         with self._tx() as db:
             self._conversation_row(db, tenant, conversation_id)
             db.execute(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages (id, conversation_id, role, text, citations, model, "
+                "latency_ms, created_at, sensitive) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     message_id,
                     conversation_id,
@@ -85,6 +90,7 @@ class ConversationStore(Database):
                     model,
                     latency_ms,
                     stamp,
+                    int(sensitive),
                 ),
             )
             db.execute(
@@ -141,4 +147,5 @@ def _message(row: sqlite3.Row) -> Message:
         row["model"],
         row["latency_ms"],
         row["created_at"],
+        bool(row["sensitive"]),
     )

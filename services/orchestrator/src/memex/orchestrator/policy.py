@@ -24,6 +24,18 @@ HOW_TO_ASK = (
     "without a key; MCP: MEMEX_MCP_ALLOW_SENSITIVE=true; CLI: --include-sensitive)"
 )
 
+WITHHELD_REPLY = (
+    "(An earlier reply here drew on sensitive notes; it is left out because this request did not "
+    "ask for sensitive notes.)"
+)
+
+
+def history_text(text: str, *, drew_on_sensitive: bool, include_sensitive: bool) -> str:
+    """An earlier reply as the model may see it in a later turn's history: a reply that drew on
+    sensitive notes is sensitive text, so a request that did not ask for them gets a placeholder
+    (what was said must not reach the model by the back door of the history)."""
+    return WITHHELD_REPLY if drew_on_sensitive and not include_sensitive else text
+
 
 @dataclass(frozen=True)
 class Scope:

@@ -109,3 +109,11 @@ CREATE INDEX telemetry_turns_by_kind ON telemetry_turns (tenant, kind, created_a
 -- let the model see sensitive notes is kept with the user turn, since the worker answers later.
 -- Turns queued before this migration read 0: sensitive notes withheld, the safe reading.
 ALTER TABLE turns ADD COLUMN include_sensitive INTEGER NOT NULL DEFAULT 0;
+
+-- migration 5
+-- A chat reply that drew on sensitive notes is marked, so a later message in the same
+-- conversation that did not ask for sensitive notes never sends it to the model as history.
+-- Replies stored before this migration are marked: whether they drew on sensitive notes is not
+-- known, and withholding is the safe reading.
+ALTER TABLE messages ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET sensitive = 1 WHERE role = 'assistant';

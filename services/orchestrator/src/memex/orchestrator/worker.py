@@ -23,6 +23,7 @@ import grpc
 
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.metrics import WORKER_TURNS
+from memex.orchestrator.policy import history_text
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.text import PriorTurn, compose_query
@@ -98,7 +99,7 @@ class ChatWorker:
         try:
             prior = await asyncio.to_thread(self._store.prior_turns, turn)
             query = compose_query(
-                [PriorTurn(t.role, t.text) for t in prior],
+                thread_history(prior, include_sensitive=turn.include_sensitive),
                 turn.text,
                 self._settings.worker_context_chars,
             )
@@ -130,6 +131,24 @@ class ChatWorker:
             await asyncio.to_thread(self._store.fail_turn, turn, worker_id, message)
         finally:
             lease.cancel()
+
+
+def thread_history(prior: list[Turn], *, include_sensitive: bool) -> list[PriorTurn]:
+    """A thread's earlier questions and answers as the next turn's model may see them. An
+    answer to a question that let the model see sensitive notes may carry them, so a turn that
+    did not ask gets a placeholder in its place (whether it did draw on them is not stored for
+    turns: withholding is the safe reading)."""
+    history, asked_sensitive = [], False
+    for t in prior:
+        if t.role == "user":
+            asked_sensitive = t.include_sensitive
+            history.append(PriorTurn(t.role, t.text))
+        else:
+            text = history_text(
+                t.text, drew_on_sensitive=asked_sensitive, include_sensitive=include_sensitive
+            )
+            history.append(PriorTurn(t.role, text))
+    return history
 
 
 def served_settings(settings: OrchestratorSettings) -> OrchestratorSettings:
