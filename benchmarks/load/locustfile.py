@@ -86,28 +86,12 @@ class MemexUser(HttpUser):
     @task(4)
     def search(self) -> None:
         """POST /v1/search: hybrid search, no model call."""
-        body = {"query": random.choice(SEARCHES), "limit": 8}
-        with self.client.post(
-            "/v1/search",
-            name="POST /v1/search",
-            json=body,
-            catch_response=True,
-            timeout=JSON_TIMEOUT,
-        ) as reply:
-            _judge(reply)
+        self._post("/v1/search", {"query": random.choice(SEARCHES), "limit": 8})
 
     @task(3)
     def records(self) -> None:
         """POST /v1/records/query: a structured read, no model call."""
-        body = {"collection": random.choice(COLLECTIONS), "limit": 20}
-        with self.client.post(
-            "/v1/records/query",
-            name="POST /v1/records/query",
-            json=body,
-            catch_response=True,
-            timeout=JSON_TIMEOUT,
-        ) as reply:
-            _judge(reply)
+        self._post("/v1/records/query", {"collection": random.choice(COLLECTIONS), "limit": 20})
 
     @task(1)
     def queued_turn(self) -> None:
@@ -140,6 +124,13 @@ class MemexUser(HttpUser):
         elif state != "answered":
             failure = StreamFailure("turn timeout")
         self._report("TURN", "turn: queued -> answered", started, failure)
+
+    def _post(self, path: str, body: dict[str, Any]) -> None:
+        """A JSON POST, judged by its status (reported as ``POST path``)."""
+        with self.client.post(
+            path, name=f"POST {path}", json=body, catch_response=True, timeout=JSON_TIMEOUT
+        ) as reply:
+            _judge(reply)
 
     def _stream(self, path: str, body: dict[str, Any], name: str, terminal: set[str]) -> None:
         """Reads one SSE stream to its terminal event; reports first-event and total time."""
