@@ -5,6 +5,7 @@ with the flag is tested in services/orchestrator/tests and tests/e2e/test_read_p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,28 @@ def test_a_key_needs_the_grant_for_an_answer_to_use_sensitive_notes(tmp_path: Pa
         asked = answers(c, granted, include_sensitive=True)
         assert [r.status_code for r in asked] == [200, 200, 200, 202, 200]
         assert flags(g) == [True] * 5
+
+
+def test_replaying_stored_answers_follows_the_same_rule(tmp_path: Path) -> None:
+    """A conversation or thread replayed shows replies that drew on sensitive notes only to a
+    request that asked and may (the orchestrator puts placeholders in their place otherwise)."""
+    keys = tmp_path / "keys.json"
+    plain = {"Authorization": f"Bearer {apikeys.create_key(keys, 'plain')}"}
+    granted = {"Authorization": f"Bearer {apikeys.create_key(keys, 'granted', sensitive=True)}"}
+    with (
+        running_gateway(tmp_path, require_keys=True, rate_limit_per_minute=0) as g,
+        httpx.Client(base_url=g.url, timeout=30) as c,
+    ):
+        chat = c.post("/v1/chat", json={"message": "hi"}, headers=plain)
+        meta = next(line for line in chat.text.splitlines() if line.startswith("data:"))
+        conversation = json.loads(meta.removeprefix("data:"))["conversation_id"]
+        thread = c.post("/v1/turns", json={"text": "q?"}, headers=plain).json()["turn"]
+        replays = [f"/v1/conversations/{conversation}", f"/v1/threads/{thread['thread_id']}/turns"]
+        for path in replays:
+            assert c.get(path, headers=plain).status_code == 200
+            refused = c.get(path, params={"include_sensitive": "true"}, headers=plain)
+            assert refused.status_code == 403, refused.text
+            assert "--sensitive" in refused.json()["error"]["message"]
+            assert c.get(path, params={"include_sensitive": "true"}, headers=granted).is_success
+        asked = [r.include_sensitive for r in g.orchestrator.replay_requests]
+        assert asked == [False, True, False, True]  # the refused ones never reached it

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
-from memex.orchestrator.policy import WITHHELD_REPLY
+from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
@@ -161,6 +161,12 @@ async def test_a_reply_that_drew_on_sensitive_notes_is_not_history_for_a_message
     await collect(o.chatter, conversation, "and me?", include_sensitive=True)
     owner = " ".join(m.content for m in model.calls[2].messages)
     assert "You talked through the panic attacks" in owner and WITHHELD_REPLY not in owner
+    # Replayed, the sensitive reply is a placeholder unless the read asked for it.
+    _, replay = await o.conversation("me", conversation)
+    assert replay[1].withheld and replay[1].text == WITHHELD_READ and not replay[1].citations
+    assert not replay[3].withheld and replay[3].text.startswith("Noted.")
+    _, owner_replay = await o.conversation("me", conversation, include_sensitive=True)
+    assert "panic attacks" in owner_replay[1].text and not owner_replay[1].withheld
     _, messages = o.store.get_conversation("me", conversation)
     assert [(m.role, m.sensitive) for m in messages][:4] == [
         ("user", False),

@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask import AskResult
-from memex.orchestrator.policy import WITHHELD_REPLY
+from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.worker import ChatWorker, WorkerService
@@ -102,6 +102,13 @@ async def test_an_answer_that_could_see_sensitive_notes_is_not_history_for_a_tur
     second = model.calls[1].messages[-1].content
     assert "How am I?" in second and WITHHELD_REPLY in second
     assert "talked through" not in second
+    # Replayed, that answer is a placeholder unless the read asked for it.
+    replay = await o.thread_turns("me", first.thread_id)
+    answers = [t for t in replay if t.role == "assistant"]
+    assert answers[0].withheld and answers[0].text == WITHHELD_READ
+    assert not answers[1].withheld
+    owner = await o.thread_turns("me", first.thread_id, include_sensitive=True)
+    assert "talked through" in next(t for t in owner if t.role == "assistant").text
 
 
 async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ def message(m: opb.ConversationMessage) -> models.ConversationMessage:
         model=m.model,
         latency_ms=m.latency_ms,
         created_at=m.created_at,
+        withheld=m.withheld,
     )
 
 
@@ -71,6 +72,7 @@ def turn(t: opb.Turn) -> models.Turn:
         state=_enum_word(opb.TurnState.Name(t.state), "TURN_STATE_"),
         error=t.error,
         created_at=t.created_at,
+        withheld=t.withheld,
     )
 
 

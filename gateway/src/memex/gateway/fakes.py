@@ -217,6 +217,8 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         self.chat_requests: list[pb.ChatRequest] = []
         self.ask_requests: list[pb.AskRequest] = []  # Ask's and AskStream's
         self.turn_requests: list[pb.CreateTurnRequest] = []
+        # GetConversation and ListTurns requests: replays of stored answers (issue 11).
+        self.replay_requests: list[pb.GetConversationRequest | pb.ListTurnsRequest] = []
         self.request_ids: list[str] = []
         self.cancelled = threading.Event()
         self.ask_cancelled = threading.Event()
@@ -359,6 +361,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
     async def GetConversation(
         self, request: pb.GetConversationRequest, context: Context
     ) -> pb.GetConversationResponse:
+        self.replay_requests.append(request)
         conversation = self._conversation(request.conversation_id)
         return pb.GetConversationResponse(
             conversation=conversation, messages=self.messages[conversation.id]
@@ -407,6 +410,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
     async def ListTurns(
         self, request: pb.ListTurnsRequest, context: Context
     ) -> pb.ListTurnsResponse:
+        self.replay_requests.append(request)
         if request.thread_id not in self.threads:
             raise NotFound(f"no thread {request.thread_id!r}")
         turns = [t for t in self.turns.values() if t.thread_id == request.thread_id]

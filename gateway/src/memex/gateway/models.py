@@ -254,6 +254,11 @@ class ConversationMessage(BaseModel):
     model: str
     latency_ms: float
     created_at: str = Field(description="RFC 3339 UTC.")
+    withheld: bool = Field(
+        False,
+        description="The reply drew on sensitive notes and the request did not set "
+        "include_sensitive: its text is a placeholder and its citations are left out.",
+    )
 
 
 class ConversationList(BaseModel):
@@ -277,6 +282,11 @@ class Turn(BaseModel):
     state: TurnState = Field(description="User turns only; assistant turns are answered.")
     error: str = Field(description="Failure message when state is error.")
     created_at: str
+    withheld: bool = Field(
+        False,
+        description="An answer to a question that let the model see sensitive notes, read without "
+        "include_sensitive: its text is a placeholder and its citations are left out.",
+    )
 
 
 class Thread(BaseModel):

@@ -597,6 +597,7 @@ class ConversationMessage(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     LATENCY_MS_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    WITHHELD_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     role: Global___MessageRole.ValueType
     text: _builtins.str
@@ -604,6 +605,10 @@ class ConversationMessage(_message.Message):
     latency_ms: _builtins.float
     created_at: _builtins.str
     """RFC 3339 UTC."""
+    withheld: _builtins.bool
+    """The reply drew on sensitive notes and the request did not set include_sensitive: its text
+    is a placeholder and its citations are left out.
+    """
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
     def __init__(
@@ -616,10 +621,11 @@ class ConversationMessage(_message.Message):
         model: _builtins.str = ...,
         latency_ms: _builtins.float = ...,
         created_at: _builtins.str = ...,
+        withheld: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "created_at", b"created_at", "id", b"id", "latency_ms", b"latency_ms", "model", b"model", "role", b"role", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "created_at", b"created_at", "id", b"id", "latency_ms", b"latency_ms", "model", b"model", "role", b"role", "text", b"text", "withheld", b"withheld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -707,17 +713,21 @@ class GetConversationRequest(_message.Message):
 
     TENANT_FIELD_NUMBER: _builtins.int
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     conversation_id: _builtins.str
+    include_sensitive: _builtins.bool
+    """Show replies that drew on sensitive notes; the surface decides who may (issue 11)."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         conversation_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "include_sensitive", b"include_sensitive", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -796,6 +806,7 @@ class Turn(_message.Message):
     STATE_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
+    WITHHELD_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     thread_id: _builtins.str
     role: Global___MessageRole.ValueType
@@ -805,6 +816,10 @@ class Turn(_message.Message):
     error: _builtins.str
     """Truncated failure message when state is error."""
     created_at: _builtins.str
+    withheld: _builtins.bool
+    """An answer to a question that let the model see sensitive notes, and the request did not set
+    include_sensitive: its text is a placeholder and its citations are left out.
+    """
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
     def __init__(
@@ -818,10 +833,11 @@ class Turn(_message.Message):
         state: Global___TurnState.ValueType = ...,
         error: _builtins.str = ...,
         created_at: _builtins.str = ...,
+        withheld: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id", "withheld", b"withheld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -992,17 +1008,21 @@ class ListTurnsRequest(_message.Message):
 
     TENANT_FIELD_NUMBER: _builtins.int
     THREAD_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     thread_id: _builtins.str
+    include_sensitive: _builtins.bool
+    """Show answers that could draw on sensitive notes; the surface decides who may (issue 11)."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         thread_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant", b"tenant", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "tenant", b"tenant", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -159,7 +159,11 @@ def conversations(args: argparse.Namespace, settings: StackSettings) -> int:
     if args.id:
         reply = run(
             settings,
-            lambda s: s.GetConversation(pb.GetConversationRequest(conversation_id=args.id)),
+            lambda s: s.GetConversation(
+                pb.GetConversationRequest(
+                    conversation_id=args.id, include_sensitive=args.include_sensitive
+                )
+            ),
         )
         if isinstance(reply, int):
             return reply

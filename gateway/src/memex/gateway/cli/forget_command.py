@@ -107,7 +107,8 @@ async def _gone(call: Any) -> bool:
 
 
 def _conversation(args: argparse.Namespace, settings: StackSettings) -> int:
-    request = pb.GetConversationRequest(conversation_id=args.target)
+    # The owner forgets it: the receipt counts every message, sensitive replies included.
+    request = pb.GetConversationRequest(conversation_id=args.target, include_sensitive=True)
     found = _call(settings, lambda s: s.GetConversation(request))
     if isinstance(found, int):
         return found
@@ -140,7 +141,7 @@ def _conversation(args: argparse.Namespace, settings: StackSettings) -> int:
 
 
 def _thread(args: argparse.Namespace, settings: StackSettings) -> int:
-    listing = pb.ListTurnsRequest(thread_id=args.target)
+    listing = pb.ListTurnsRequest(thread_id=args.target, include_sensitive=True)
     found = _call(settings, lambda s: s.ListTurns(listing))
     if isinstance(found, int):
         return found

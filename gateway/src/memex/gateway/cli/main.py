@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     convs.add_argument("id", nargs="?", default="", help="a conversation to replay")
     convs.add_argument("--limit", type=int, default=50)
     convs.add_argument("--json", action="store_true", help="machine-readable output")
+    convs.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help="show replies that drew on sensitive notes (placeholders unless asked)",
+    )
     convs.set_defaults(run=ask_commands.conversations)
 
     forget_command.add_parser(commands)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from memex.gateway import convert, models
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller
+from memex.gateway.security import caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(
@@ -37,11 +37,21 @@ async def list_conversations(
 async def get_conversation(
     c: ClientsDep,
     s: SettingsDep,
+    request: Request,
     conversation_id: str = ConversationId,
+    include_sensitive: bool = Query(
+        False,
+        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
+        "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
+    ),
 ) -> models.ConversationDetail:
     """A conversation with its messages and their citations; 404 for an unknown id."""
     reply = await c.orchestrator.GetConversation(
-        opb.GetConversationRequest(tenant=s.tenant, conversation_id=conversation_id)
+        opb.GetConversationRequest(
+            tenant=s.tenant,
+            conversation_id=conversation_id,
+            include_sensitive=sensitive_grant(request, include_sensitive),
+        )
     )
     return models.ConversationDetail(
         conversation=convert.conversation(reply.conversation),

@@ -63,11 +63,21 @@ async def list_threads(
 async def list_turns(
     c: ClientsDep,
     s: SettingsDep,
+    request: Request,
     thread_id: str = Path(min_length=1, max_length=128),
+    include_sensitive: bool = Query(
+        False,
+        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
+        "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
+    ),
 ) -> models.TurnList:
     """Every turn of a thread, oldest first; 404 for an unknown thread."""
     reply = await c.orchestrator.ListTurns(
-        opb.ListTurnsRequest(tenant=s.tenant, thread_id=thread_id)
+        opb.ListTurnsRequest(
+            tenant=s.tenant,
+            thread_id=thread_id,
+            include_sensitive=sensitive_grant(request, include_sensitive),
+        )
     )
     return models.TurnList(turns=[convert.turn(t) for t in reply.turns])
 

@@ -1,7 +1,16 @@
 // The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, polled),
 // with the conversation and thread lists in the sidebar.
 
-import { ApiError, apiKey, chat, getJson, postAnswer, remove, setApiKey } from "./api.js";
+import {
+  ApiError,
+  apiKey,
+  chat,
+  getAsOwner,
+  getJson,
+  postAnswer,
+  remove,
+  setApiKey,
+} from "./api.js";
 import {
   el,
   liftWithheldNote,
@@ -218,7 +227,7 @@ async function pollTurn(question, turnId) {
 
 async function showReply(question, turn) {
   try {
-    const { turns } = await getJson(`/v1/threads/${encodeURIComponent(turn.thread_id)}/turns`);
+    const { turns } = await getAsOwner(`/v1/threads/${encodeURIComponent(turn.thread_id)}/turns`);
     const at = turns.findIndex((t) => t.id === turn.id);
     const reply = turns.slice(at + 1).find((t) => t.role === "assistant");
     if (!reply) throw new ApiError(0, "NOT_FOUND", "the answer was not found in the thread");
@@ -239,7 +248,7 @@ async function openConversation(id) {
   state.mode = "stream";
   setMode("stream");
   try {
-    const { conversation, messages } = await getJson(
+    const { conversation, messages } = await getAsOwner(
       `/v1/conversations/${encodeURIComponent(id)}`,
     );
     state.conversationId = id;
@@ -264,7 +273,7 @@ async function openThread(id, title) {
   closeNote();
   setMode("queue");
   try {
-    const { turns } = await getJson(`/v1/threads/${encodeURIComponent(id)}/turns`);
+    const { turns } = await getAsOwner(`/v1/threads/${encodeURIComponent(id)}/turns`);
     state.threadId = id;
     state.conversationId = "";
     clearLog(title || "Thread");

@@ -24,6 +24,8 @@ class Message:
     created_at: str
     # A reply that drew on sensitive notes: history only for requests that may see them.
     sensitive: bool = False
+    # Read by a request that may not see it: ``text`` is a placeholder, no citations.
+    withheld: bool = False
 
 
 @dataclass(frozen=True)

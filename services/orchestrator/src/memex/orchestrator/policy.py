@@ -30,6 +30,9 @@ WITHHELD_REPLY = (
 )
 
 
+WITHHELD_READ = f"(This reply drew on sensitive notes. To see it, {HOW_TO_ASK}.)"
+
+
 def history_text(text: str, *, drew_on_sensitive: bool, include_sensitive: bool) -> str:
     """An earlier reply as the model may see it in a later turn's history: a reply that drew on
     sensitive notes is sensitive text, so a request that did not ask for them gets a placeholder

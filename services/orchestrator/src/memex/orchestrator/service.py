@@ -12,17 +12,19 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
 from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.conversations import Conversation, Message
 from memex.orchestrator.forget import NoteForgetter, NoteReceipt
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
+from memex.orchestrator.policy import WITHHELD_READ
 from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.reads import Reads
 from memex.orchestrator.store import OrchestratorStore, Turn
@@ -73,6 +75,37 @@ class Orchestrator:
             conversation_title(text),
             include_sensitive=include_sensitive,
         )
+
+    async def conversation(
+        self, tenant: str, conversation_id: str, *, include_sensitive: bool = False
+    ) -> tuple[Conversation, list[Message]]:
+        """A conversation as this request may read it: a reply that drew on sensitive notes is
+        a placeholder unless the request set ``include_sensitive`` (issue 11)."""
+        conversation, messages = await asyncio.to_thread(
+            self.store.get_conversation, tenant, conversation_id
+        )
+        if include_sensitive:
+            return conversation, messages
+        return conversation, [
+            replace(m, text=WITHHELD_READ, citations=[], withheld=True) if m.sensitive else m
+            for m in messages
+        ]
+
+    async def thread_turns(
+        self, tenant: str, thread_id: str, *, include_sensitive: bool = False
+    ) -> list[Turn]:
+        """A thread's turns as this request may read them: an answer to a question that let the
+        model see sensitive notes is a placeholder unless the request set ``include_sensitive``."""
+        turns = await asyncio.to_thread(self.store.list_turns, tenant, thread_id)
+        if include_sensitive:
+            return turns
+        asked = {t.id for t in turns if t.role == "user" and t.include_sensitive}
+        return [
+            replace(t, text=WITHHELD_READ, citations=[], withheld=True)
+            if t.role == "assistant" and t.reply_to in asked
+            else t
+            for t in turns
+        ]
 
     # -- forget (issue 11) -------------------------------------------------------------------
     async def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:

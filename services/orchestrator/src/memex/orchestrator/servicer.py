@@ -105,6 +105,7 @@ def message_pb(m: Message) -> pb.ConversationMessage:
         model=m.model,
         latency_ms=m.latency_ms,
         created_at=m.created_at,
+        withheld=m.withheld,
     )
 
 
@@ -118,6 +119,7 @@ def turn_pb(t: Turn) -> pb.Turn:
         state=STATES[t.state],
         error=t.error,
         created_at=t.created_at,
+        withheld=t.withheld,
     )
 
 
@@ -311,8 +313,10 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self, request: pb.GetConversationRequest, context: Context
     ) -> pb.GetConversationResponse:
         o = self._slot.get()
-        conversation, messages = await asyncio.to_thread(
-            o.store.get_conversation, o.tenant(request.tenant), request.conversation_id
+        conversation, messages = await o.conversation(
+            o.tenant(request.tenant),
+            request.conversation_id,
+            include_sensitive=request.include_sensitive,
         )
         return pb.GetConversationResponse(
             conversation=conversation_pb(conversation), messages=[message_pb(m) for m in messages]
@@ -357,8 +361,8 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self, request: pb.ListTurnsRequest, context: Context
     ) -> pb.ListTurnsResponse:
         o = self._slot.get()
-        turns = await asyncio.to_thread(
-            o.store.list_turns, o.tenant(request.tenant), request.thread_id
+        turns = await o.thread_turns(
+            o.tenant(request.tenant), request.thread_id, include_sensitive=request.include_sensitive
         )
         return pb.ListTurnsResponse(turns=[turn_pb(t) for t in turns])
 

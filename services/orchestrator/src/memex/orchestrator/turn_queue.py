@@ -36,6 +36,9 @@ class Turn:
     tenant: str = ""
     # Whether the request let the model see sensitive notes (issue 11); the worker honours it.
     include_sensitive: bool = False
+    reply_to: str = ""  # an answer's question
+    # Read by a request that may not see it: ``text`` is a placeholder, no citations.
+    withheld: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,4 +280,5 @@ def _turn(row: sqlite3.Row) -> Turn:
         row["created_at"],
         row["tenant"] or "",
         bool(row["include_sensitive"]),
+        row["reply_to"] or "",
     )
