@@ -42,6 +42,13 @@ def flags(g: Gateway) -> list[bool]:
     ]
 
 
+def key_headers(keys: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Headers of two new keys in ``keys``: one without the sensitive grant, one with it."""
+    plain = apikeys.create_key(keys, "plain")
+    granted = apikeys.create_key(keys, "granted", sensitive=True)
+    return {"Authorization": f"Bearer {plain}"}, {"Authorization": f"Bearer {granted}"}
+
+
 def test_answers_withhold_sensitive_notes_unless_asked(gateway: Gateway) -> None:
     with httpx.Client(base_url=gateway.url, timeout=30) as c:
         assert [r.status_code for r in answers(c, {})] == [200, 200, 200, 202, 200]
@@ -53,9 +60,7 @@ def test_answers_withhold_sensitive_notes_unless_asked(gateway: Gateway) -> None
 
 
 def test_a_key_needs_the_grant_for_an_answer_to_use_sensitive_notes(tmp_path: Path) -> None:
-    keys = tmp_path / "keys.json"
-    plain = {"Authorization": f"Bearer {apikeys.create_key(keys, 'plain')}"}
-    granted = {"Authorization": f"Bearer {apikeys.create_key(keys, 'granted', sensitive=True)}"}
+    plain, granted = key_headers(tmp_path / "keys.json")
     with (
         running_gateway(tmp_path, require_keys=True, rate_limit_per_minute=0) as g,
         httpx.Client(base_url=g.url, timeout=30) as c,
@@ -80,9 +85,7 @@ def test_a_key_needs_the_grant_for_an_answer_to_use_sensitive_notes(tmp_path: Pa
 def test_replaying_stored_answers_follows_the_same_rule(tmp_path: Path) -> None:
     """A conversation or thread replayed shows replies that drew on sensitive notes only to a
     request that asked and may (the orchestrator puts placeholders in their place otherwise)."""
-    keys = tmp_path / "keys.json"
-    plain = {"Authorization": f"Bearer {apikeys.create_key(keys, 'plain')}"}
-    granted = {"Authorization": f"Bearer {apikeys.create_key(keys, 'granted', sensitive=True)}"}
+    plain, granted = key_headers(tmp_path / "keys.json")
     with (
         running_gateway(tmp_path, require_keys=True, rate_limit_per_minute=0) as g,
         httpx.Client(base_url=g.url, timeout=30) as c,

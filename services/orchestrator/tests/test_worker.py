@@ -36,6 +36,32 @@ def orchestrator(tmp_path: Path, model: ScriptedReasoner) -> Orchestrator:
     )
 
 
+def fail_first_ask(
+    o: Orchestrator, error: Exception, cause: BaseException | None = None
+) -> dict[str, int]:
+    """Makes the orchestrator's first ask raise ``error`` (from ``cause``), later ones answer;
+    returns the count of asks made."""
+    original, calls = o.asker.ask, {"n": 0}
+
+    async def first_fails(
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
+    ) -> AskResult:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise error from cause
+        return await original(
+            tenant, question, persona_name, limit, include_sensitive=include_sensitive
+        )
+
+    o.asker.ask = first_fails  # type: ignore[method-assign]
+    return calls
+
+
 async def run_until(worker: ChatWorker, done: int) -> None:
     task = asyncio.create_task(worker.run())
     for _ in range(200):
@@ -117,25 +143,7 @@ async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Pat
     failing = await o.create_turn("me", "", "first")
     ok = await o.create_turn("me", "", "second")
 
-    original = o.asker.ask
-    calls = {"n": 0}
-
-    async def flaky(
-        tenant: str,
-        question: str,
-        persona_name: str = "",
-        limit: int = 0,
-        *,
-        include_sensitive: bool = False,
-    ) -> AskResult:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("reasoner exploded " + "x" * 1000)
-        return await original(
-            tenant, question, persona_name, limit, include_sensitive=include_sensitive
-        )
-
-    o.asker.ask = flaky  # type: ignore[method-assign]
+    fail_first_ask(o, RuntimeError("reasoner exploded " + "x" * 1000))
     await run_until(ChatWorker(o, o.settings), 1)
     failed = o.store.get_turn("me", failing.id)
     assert (
@@ -160,8 +168,8 @@ async def test_a_full_disk_leaves_the_turn_queued_and_the_worker_running(
     )
     turn = await o.create_turn("me", "", "How much was the deposit?")
     no_space = OSError(errno.ENOSPC, "No space left on device")
-    claim, ask = o.store.claim_next, o.asker.ask
-    failures = {"claim": 1, "ask": 1}
+    claim = o.store.claim_next
+    failures = {"claim": 1}
 
     def full_claim(worker_id: str, lease_seconds: float) -> Turn | None:
         if failures["claim"]:
@@ -169,25 +177,12 @@ async def test_a_full_disk_leaves_the_turn_queued_and_the_worker_running(
             raise no_space
         return claim(worker_id, lease_seconds)
 
-    async def full_ask(
-        tenant: str,
-        question: str,
-        persona_name: str = "",
-        limit: int = 0,
-        *,
-        include_sensitive: bool = False,
-    ) -> AskResult:
-        if failures["ask"]:
-            failures["ask"] -= 1
-            raise sqlite3.OperationalError("database or disk is full") from no_space
-        return await ask(tenant, question, persona_name, limit, include_sensitive=include_sensitive)
-
     o.store.claim_next = full_claim  # type: ignore[method-assign]
-    o.asker.ask = full_ask  # type: ignore[method-assign]
+    asks = fail_first_ask(o, sqlite3.OperationalError("database or disk is full"), no_space)
     await run_until(ChatWorker(o, o.settings), 1)
     # Neither failure ended the loop or marked the turn failed: once its lease ran out it was
     # claimed again and answered.
-    assert failures == {"claim": 0, "ask": 0}
+    assert failures == {"claim": 0} and asks["n"] == 2
     assert o.store.get_turn("me", turn.id).state == "answered"
 
 
