@@ -60,13 +60,21 @@ class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamCl
         return await continuation(self._details(details), request)
 
 
+ROUND_ROBIN = [{"round_robin": {}}]
+"""Every channel spreads its calls over all the addresses its target resolves to (a Kubernetes
+headless Service's pods, or ``ipv4:a:p,b:p``), rather than pinning to the first one (gRPC's
+default, pick_first), so two replicas of a stage share its load."""
+
+
 def retry_config(service: str, idempotent_methods: Iterable[str], max_attempts: int = 4) -> str:
-    """A gRPC service config that retries the named methods on UNAVAILABLE with backoff."""
+    """A gRPC service config: round-robin over the target's addresses, and retries of the named
+    methods on UNAVAILABLE with backoff."""
     methods = [{"service": service, "method": name} for name in idempotent_methods]
     if not methods:
-        return json.dumps({"methodConfig": []})
+        return json.dumps({"loadBalancingConfig": ROUND_ROBIN, "methodConfig": []})
     return json.dumps(
         {
+            "loadBalancingConfig": ROUND_ROBIN,
             "methodConfig": [
                 {
                     "name": methods,
