@@ -86,7 +86,7 @@ def retry_config(service: str, idempotent_methods: Iterable[str], max_attempts: 
                         "retryableStatusCodes": ["UNAVAILABLE"],
                     },
                 }
-            ]
+            ],
         }
     )
 

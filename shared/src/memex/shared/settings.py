@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 def default_data_dir() -> Path:
@@ -47,4 +48,30 @@ class ServiceSettings(BaseSettings):
     log_level: str = Field("INFO", description="Python logging level.")
     max_message_bytes: int = Field(
         32 * 1024 * 1024, gt=0, description="Largest gRPC message accepted or sent."
+    )
+
+
+class InternalAuthSettings(BaseSettings):
+    """How memex's services prove themselves to each other (``MEMEX_INTERNAL_...``), one setting
+    for every process of a deployment.
+
+    ``none`` suits one machine, where every service binds to loopback. A deployment across
+    machines sets ``token`` (one shared secret in every request's metadata) or ``mtls`` (each
+    process presents a certificate that ``memex certs`` signed, and checks its peer's); a request
+    without the credential is refused with UNAUTHENTICATED.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMEX_INTERNAL_")
+
+    auth: Literal["none", "token", "mtls"] = Field(
+        "none", description="none (loopback), token (a shared secret) or mtls (certificates)."
+    )
+    token: SecretStr | None = Field(
+        None, description="The shared secret every service sends and checks, for auth=token."
+    )
+    tls_dir: Path | None = Field(
+        None,
+        description="For auth=mtls: a folder with this process's tls.crt and tls.key and the "
+        "deployment's ca.crt (a Kubernetes TLS Secret mounts as such a folder; `memex certs` "
+        "writes one per service).",
     )
