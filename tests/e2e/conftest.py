@@ -14,6 +14,7 @@ from playwright.sync_api import Page, sync_playwright
 from memex.embedding.config import default_model_dir
 from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
+from memex.shared import certs
 from memex.shared.testing import require
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -56,11 +57,19 @@ class DemoStack:
 @pytest.fixture(scope="session")
 def demo_stack(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> Iterator[DemoStack]:
     """One real stack for the session, the whole demo vault indexed: starting one costs a minute,
-    so tests that only read share it (tests that stop, kill or fill a stack start their own)."""
+    so tests that only read share it (tests that stop, kill or fill a stack start their own).
+
+    Its services call each other over mTLS (MEMEX_INTERNAL_AUTH=mtls, certificates from
+    `memex certs`), so every test on it also proves the deployment's transport end to end."""
     require(tiny_model_path(), "run `make models`")
-    data = tmp_path_factory.mktemp("demo-stack") / "data"
+    root = tmp_path_factory.mktemp("demo-stack")
+    tls_dir = certs.issue(root / "certs", ["local"]).service_dirs["local"]
     env = private_stack_env(
-        data, MEMEX_START_TIMEOUT_SECONDS="180", MEMEX_REASONER_MODEL=TEST_MODEL
+        root / "data",
+        MEMEX_START_TIMEOUT_SECONDS="180",
+        MEMEX_REASONER_MODEL=TEST_MODEL,
+        MEMEX_INTERNAL_AUTH="mtls",
+        MEMEX_INTERNAL_TLS_DIR=str(tls_dir),
     )
     stack = DemoStack(env, f"http://127.0.0.1:{env['MEMEX_GATEWAY_PORT']}")
     try:

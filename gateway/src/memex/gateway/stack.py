@@ -184,11 +184,16 @@ class StackSettings(BaseSettings):
         return f"{self.host}:{self.reasoner_port}"
 
 
+NO_CONNECTION = ("failed to connect", "connections to all backends failing")
+"""How a channel's UNAVAILABLE begins when no address answered: gRPC's pick_first and round_robin
+policies say it differently (memex's channels round-robin, see ``memex.shared.client``)."""
+
+
 def unreachable(exc: grpc.aio.AioRpcError) -> bool:
     """Whether a call failed because nothing answered at the address (memex is not running),
     rather than a running service answering UNAVAILABLE for a stage behind it."""
     return exc.code() == grpc.StatusCode.UNAVAILABLE and (exc.details() or "").startswith(
-        "failed to connect"
+        NO_CONNECTION
     )
 
 

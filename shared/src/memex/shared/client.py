@@ -14,8 +14,10 @@ from typing import Any
 
 import grpc
 
+from memex.shared import internal_auth
 from memex.shared.interceptors import REQUEST_ID_KEY, deadline_var
 from memex.shared.logs import request_id_var
+from memex.shared.settings import InternalAuthSettings
 
 KEEPALIVE_TIME_MS = 30_000
 """How often a channel pings its server, with or without calls, to notice a dead peer.
@@ -30,8 +32,8 @@ def _budget(timeout: float | None, default: float) -> float:
     return timeout
 
 
-def _metadata(metadata: Any) -> grpc.aio.Metadata:
-    out = grpc.aio.Metadata(*(tuple(metadata) if metadata else ()))
+def _metadata(metadata: Any, credential: tuple[tuple[str, str], ...]) -> grpc.aio.Metadata:
+    out = grpc.aio.Metadata(*(tuple(metadata) if metadata else ()), *credential)
     request_id = request_id_var.get()
     if request_id != "-" and out.get(REQUEST_ID_KEY) is None:
         out.add(REQUEST_ID_KEY, request_id)
@@ -39,16 +41,17 @@ def _metadata(metadata: Any) -> grpc.aio.Metadata:
 
 
 class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
-    """Adds the timeout and the request id to every outbound call."""
+    """Adds the timeout, the request id and the internal credential to every outbound call."""
 
-    def __init__(self, default_timeout: float) -> None:
+    def __init__(self, default_timeout: float, credential: tuple[tuple[str, str], ...]) -> None:
         self._default = default_timeout
+        self._credential = credential
 
     def _details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
         return grpc.aio.ClientCallDetails(
             method=details.method,
             timeout=_budget(details.timeout, self._default),
-            metadata=_metadata(details.metadata),
+            metadata=_metadata(details.metadata, self._credential),
             credentials=details.credentials,
             wait_for_ready=details.wait_for_ready,
         )
@@ -60,7 +63,7 @@ class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamCl
         return await continuation(self._details(details), request)
 
 
-ROUND_ROBIN = [{"round_robin": {}}]
+ROUND_ROBIN: list[dict[str, dict[str, str]]] = [{"round_robin": {}}]
 """Every channel spreads its calls over all the addresses its target resolves to (a Kubernetes
 headless Service's pods, or ``ipv4:a:p,b:p``), rather than pinning to the first one (gRPC's
 default, pick_first), so two replicas of a stage share its load."""
@@ -98,11 +101,15 @@ def open_channel(
     idempotent_methods: Iterable[str] = (),
     default_timeout: float = 30.0,
     max_message_bytes: int = 32 * 1024 * 1024,
+    auth: InternalAuthSettings | None = None,
 ) -> grpc.aio.Channel:
-    """An insecure (loopback or service mesh) channel with memex's call defaults.
+    """A channel with memex's call defaults and the deployment's internal credential (``auth``;
+    default ``MEMEX_INTERNAL_*`` from the environment): TLS with this process's certificate, a
+    token on every call, or plaintext on loopback.
 
     ``service`` is the full proto service name whose ``idempotent_methods`` may be retried.
     """
+    auth = auth or internal_auth.from_env()
     options: list[tuple[str, Any]] = [
         ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
         ("grpc.keepalive_timeout_ms", 10_000),
@@ -113,6 +120,9 @@ def open_channel(
         ("grpc.enable_retries", 1),
         ("grpc.service_config", retry_config(service, idempotent_methods)),
     ]
-    return grpc.aio.insecure_channel(
-        address, options=options, interceptors=[_CallDefaults(default_timeout)]
+    return internal_auth.channel(
+        address,
+        auth,
+        options=options,
+        interceptors=[_CallDefaults(default_timeout, internal_auth.call_metadata(auth))],
     )

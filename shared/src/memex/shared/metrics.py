@@ -21,6 +21,11 @@ RPC_SECONDS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 RPC_IN_FLIGHT = Gauge("memex_grpc_server_in_flight", "RPCs being handled now.", ["method"])
+INTERNAL_AUTH_REFUSED = Counter(
+    "memex_grpc_server_unauthenticated_total",
+    "Calls refused for lacking the deployment's internal token (MEMEX_INTERNAL_AUTH=token).",
+    ["method"],
+)
 
 
 class MetricsServer:

@@ -20,10 +20,11 @@ from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from memex.shared import internal_auth
 from memex.shared.errors import Unavailable
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.metrics import MetricsServer
-from memex.shared.settings import ServiceSettings
+from memex.shared.settings import InternalAuthSettings, ServiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,8 @@ class GrpcService(Generic[T]):
     """Runs one memex service: its servicers, standard health, reflection and metrics.
 
     ``register`` adds the servicers (which read the engine from the slot); ``load`` is an async
-    context manager that loads the engine and always closes it.
+    context manager that loads the engine and always closes it. ``auth`` is how callers must
+    prove they belong to the deployment (default: ``MEMEX_INTERNAL_*`` from the environment).
     """
 
     def __init__(
@@ -85,8 +87,10 @@ class GrpcService(Generic[T]):
         services: Sequence[ServiceDescriptor],
         register: Callable[[grpc.aio.Server, EngineSlot[T]], None],
         load: Callable[[], AbstractAsyncContextManager[T]],
+        auth: InternalAuthSettings | None = None,
     ) -> None:
         self._settings = settings
+        self._auth = auth
         self._names = [service.full_name for service in services]
         self._register = register
         self._load = load
@@ -106,7 +110,11 @@ class GrpcService(Generic[T]):
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", MIN_PING_INTERVAL_MS),
         ]
-        server = grpc.aio.server(interceptors=[CallInterceptor()], options=options)
+        auth = self._auth or internal_auth.from_env()
+        server = grpc.aio.server(
+            interceptors=[*internal_auth.server_interceptors(auth), CallInterceptor()],
+            options=options,
+        )
         health_servicer = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection(
@@ -118,7 +126,13 @@ class GrpcService(Generic[T]):
             server,
         )
         self._register(server, self.slot)
-        port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+        address = f"{settings.host}:{settings.port}"
+        credentials = internal_auth.server_credentials(auth)
+        port = (
+            server.add_secure_port(address, credentials)
+            if credentials is not None
+            else server.add_insecure_port(address)
+        )
         if port == 0:
             raise OSError(f"could not bind {settings.host}:{settings.port}")
         await self._set_health(health_servicer, health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -135,7 +149,7 @@ class GrpcService(Generic[T]):
                 loop.add_signal_handler(sig, running.stop)
 
         await server.start()
-        log.info("listening on %s:%d (loading)", settings.host, port)
+        log.info("listening on %s:%d (loading; internal auth %s)", settings.host, port, auth.auth)
         self.started.set_result(running)
         try:
             async with self._load() as engine:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -51,6 +51,10 @@ class ServiceSettings(BaseSettings):
     )
 
 
+MIN_TOKEN_CHARS = 32
+"""The shortest shared token accepted: 32 hex characters are 128 random bits."""
+
+
 class InternalAuthSettings(BaseSettings):
     """How memex's services prove themselves to each other (``MEMEX_INTERNAL_...``), one setting
     for every process of a deployment.
@@ -75,3 +79,29 @@ class InternalAuthSettings(BaseSettings):
         "deployment's ca.crt (a Kubernetes TLS Secret mounts as such a folder; `memex certs` "
         "writes one per service).",
     )
+
+    @model_validator(mode="after")
+    def _credential_present(self) -> Self:
+        if self.auth == "token":
+            secret = self.token.get_secret_value() if self.token else ""
+            if len(secret) < MIN_TOKEN_CHARS:
+                raise ValueError(
+                    f"MEMEX_INTERNAL_AUTH=token needs MEMEX_INTERNAL_TOKEN of at least "
+                    f"{MIN_TOKEN_CHARS} characters (e.g. `openssl rand -hex 32`), the same in "
+                    "every process"
+                )
+        if self.auth == "mtls":
+            if self.tls_dir is None:
+                raise ValueError(
+                    "MEMEX_INTERNAL_AUTH=mtls needs MEMEX_INTERNAL_TLS_DIR, a folder with tls.crt, "
+                    "tls.key and ca.crt (`memex certs --out DIR` makes them)"
+                )
+            missing = [
+                n for n in ("tls.crt", "tls.key", "ca.crt") if not (self.tls_dir / n).is_file()
+            ]
+            if missing:
+                raise ValueError(
+                    f"MEMEX_INTERNAL_TLS_DIR {self.tls_dir} lacks {', '.join(missing)} "
+                    "(`memex certs --out DIR` makes them)"
+                )
+        return self

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import grpc
 
-from memex.gateway.stack import StackSettings
+from memex.gateway.stack import StackSettings, unreachable
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.client import open_channel
 
@@ -83,9 +83,7 @@ def generate(args: argparse.Namespace, settings: StackSettings) -> int:
         return EXIT_INTERRUPTED
     except grpc.aio.AioRpcError as exc:
         sys.stdout.write("\n")
-        details = (exc.details() or "").lower()
-        unreachable = "failed to connect" in details or "connection refused" in details
-        if exc.code() == grpc.StatusCode.UNAVAILABLE and unreachable:
+        if unreachable(exc):
             print(
                 f"the reasoner at {settings.reasoner_addr} is not reachable; start the stack "
                 "with `memex up` (or `make up`)",

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from memex.gateway.cli import (
     ask_commands,
+    certs_command,
     chat_command,
     embed_command,
     eval_command,
@@ -108,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     key_commands.add_parsers(commands)
     eval_command.add_parser(commands)
     observe_command.add_parser(commands)
+    certs_command.add_parser(commands)
 
     worker = commands.add_parser("worker", help="run the chat worker for queued turns (foreground)")
     worker.set_defaults(run=stack_commands.worker)
