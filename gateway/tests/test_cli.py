@@ -16,7 +16,7 @@ from memex.shared.testing import free_ports
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",
-    "search", "query", "timeline", "inbox", "note", "mcp", "keys", "observe",
+    "search", "query", "timeline", "inbox", "note", "mcp", "keys", "observe", "certs",
 ]  # fmt: skip
 
 
@@ -113,3 +113,26 @@ def test_up_shows_why_a_service_failed_to_start(tmp_path: Path) -> None:
     assert "reasoner exited with 2 while starting" in result.stdout
     assert "unknown reasoner model 'no-such-model'" in result.stdout
     assert "stopped embedding" in result.stdout  # what did start was stopped again
+
+
+def test_certs_writes_a_folder_per_service_and_says_how_to_mount_it(tmp_path: Path) -> None:
+    out = tmp_path / "certs"
+    result = memex(tmp_path, "certs", "--out", str(out), "--service", "embedding")
+    assert result.returncode == 0, result.stderr
+    assert {p.name for p in (out / "embedding").iterdir()} == {"tls.crt", "tls.key", "ca.crt"}
+    assert "create secret generic memex-tls-embedding" in result.stdout
+    again = memex(tmp_path, "certs", "--out", str(out), "--service", "worker")
+    assert again.returncode == 0 and again.stdout.startswith("reused the CA")
+
+
+def test_certs_with_bad_input_exits_2(tmp_path: Path) -> None:
+    result = memex(tmp_path, "certs", "--out", str(tmp_path / "c"), "--days", "0")
+    assert result.returncode == 2
+    assert result.stderr == "error: days must be at least 1, not 0\n"
+
+
+def test_a_short_internal_token_stops_a_command_with_a_clear_error(tmp_path: Path) -> None:
+    result = memex(tmp_path, "embed", "x", MEMEX_INTERNAL_AUTH="token", MEMEX_INTERNAL_TOKEN="x")
+    assert result.returncode == 2
+    assert "MEMEX_INTERNAL_TOKEN of at least 32 characters" in result.stderr
+    assert "Traceback" not in result.stderr
