@@ -13,15 +13,31 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from pydantic import ValidationError
 
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
+from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared import certs, health
 from memex.shared.client import open_channel
 from memex.shared.errors import InvalidArgument
+from memex.shared.logs import request_id_var
 from memex.shared.server import EngineSlot, GrpcService
 from memex.shared.settings import InternalAuthSettings, ServiceSettings
 from memex.shared.testing import serving
 
 SERVICE = embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"]
 TOKEN = "t" * 40
+
+
+class Streamer(reasoner_pb2_grpc.ReasonerServiceServicer):
+    """Records what a server-streaming call arrived with."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, float | None]] = []
+
+    async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        self.seen.append((request_id_var.get(), context.time_remaining()))
+        yield reasoner_pb2.GenerateResponse()
+
+    async def Info(self, request: Any, context: Any) -> reasoner_pb2.InfoResponse:
+        return reasoner_pb2.InfoResponse()
 
 
 class Echo(embedding_pb2_grpc.EmbeddingServiceServicer):
@@ -82,6 +98,34 @@ async def test_token_calls_with_the_token_pass_and_others_are_refused() -> None:
             assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED  # streams too
         # Kubernetes' gRPC probe sends no credentials; health says only SERVING or not.
         assert await health.check(address, auth=NONE) == "SERVING"
+
+
+async def test_a_streaming_call_carries_the_token_the_request_id_and_a_deadline() -> None:
+    # grpc.aio files a client interceptor under one call kind only; streams once went without.
+    streamer = Streamer()
+
+    def register(server: grpc.aio.Server, slot: EngineSlot[None]) -> None:
+        reasoner_pb2_grpc.add_ReasonerServiceServicer_to_server(streamer, server)
+
+    @contextlib.asynccontextmanager
+    async def load() -> AsyncIterator[None]:
+        yield None
+
+    descriptor = reasoner_pb2.DESCRIPTOR.services_by_name["ReasonerService"]
+    service = GrpcService(ServiceSettings(port=0), [descriptor], register, load, auth=token_auth())
+    async with serving(service) as running:
+        address = f"127.0.0.1:{running.port}"
+        async with open_channel(address, default_timeout=20, auth=token_auth()) as channel:
+            token = request_id_var.set("stream-7")
+            try:
+                stub = reasoner_pb2_grpc.ReasonerServiceStub(channel)
+                replies = [r async for r in stub.Generate(reasoner_pb2.GenerateRequest())]
+            finally:
+                request_id_var.reset(token)
+    assert len(replies) == 1
+    [(request_id, remaining)] = streamer.seen
+    assert request_id == "stream-7"
+    assert remaining is not None and remaining <= 20.5
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """The queued-turn chat worker as a stack process (SPEC B13): `kill -9` in the middle of an answer
 loses nothing, and after the supervisor restarts it the turn is answered exactly once. Real
-processes, the real embedding model and the real default llama.cpp model."""
+processes, the real embedding model and the real default llama.cpp model. The stack runs with
+MEMEX_INTERNAL_AUTH=token, so the worker's calls (and the restarted worker's) carry the token."""
 
 from __future__ import annotations
 
@@ -20,9 +21,13 @@ import pytest
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.reasoner.catalogue import tiny_model_path
+from memex.shared.client import open_channel
+from memex.shared.settings import InternalAuthSettings
 from memex.shared.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+TOKEN = "worker-kill-test-" + "0123456789abcdef" * 2
 
 NOTES = {
     "Flat lease.md": "---\ntitle: Flat lease\ndate: 2026-02-01\n---\n# Deposit\nGraham agreed to "
@@ -79,7 +84,12 @@ async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exac
 ) -> None:
     require(tiny_model_path(), "run `make models`")
     # A short poll so the turn is claimed at once; the rest is the stack as `memex up` runs it.
-    env = {**stack_env, "MEMEX_ORCHESTRATOR_WORKER_POLL_SECONDS": "0.1"}
+    env = {
+        **stack_env,
+        "MEMEX_ORCHESTRATOR_WORKER_POLL_SECONDS": "0.1",
+        "MEMEX_INTERNAL_AUTH": "token",
+        "MEMEX_INTERNAL_TOKEN": TOKEN,
+    }
     vault = tmp_path / "vault"
     vault.mkdir()
     for name, text in NOTES.items():
@@ -92,7 +102,15 @@ async def test_a_worker_killed_mid_answer_is_restarted_and_answers_the_turn_exac
     first_pid = worker_pid(data_dir)
 
     address = f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}"
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with grpc.aio.insecure_channel(address) as plaintext:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await orchestrator_pb2_grpc.OrchestratorServiceStub(plaintext).CreateTurn(
+                pb.CreateTurnRequest(text="no token")
+            )
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    async with open_channel(
+        address, auth=InternalAuthSettings(auth="token", token=TOKEN)
+    ) as channel:
         stub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
         created = await stub.CreateTurn(
             pb.CreateTurnRequest(text="How much of the deposit did Graham return?")

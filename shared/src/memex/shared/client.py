@@ -40,7 +40,7 @@ def _metadata(metadata: Any, credential: tuple[tuple[str, str], ...]) -> grpc.ai
     return out
 
 
-class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+class _CallDefaults:
     """Adds the timeout, the request id and the internal credential to every outbound call."""
 
     def __init__(self, default_timeout: float, credential: tuple[tuple[str, str], ...]) -> None:
@@ -56,9 +56,15 @@ class _CallDefaults(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamCl
             wait_for_ready=details.wait_for_ready,
         )
 
+
+# grpc.aio files an interceptor under the first call kind it implements only, so one class that
+# is both would never see server-streaming calls (Chat, AskStream, Generate, IndexVault).
+class _UnaryCallDefaults(_CallDefaults, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
+
+class _StreamCallDefaults(_CallDefaults, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
@@ -124,5 +130,8 @@ def open_channel(
         address,
         auth,
         options=options,
-        interceptors=[_CallDefaults(default_timeout, internal_auth.call_metadata(auth))],
+        interceptors=[
+            kind(default_timeout, internal_auth.call_metadata(auth))
+            for kind in (_UnaryCallDefaults, _StreamCallDefaults)
+        ],
     )

@@ -31,6 +31,9 @@ def add_parsers(commands: Any) -> None:
     index.set_defaults(run=index_command)
 
 
+INDEX_TIMEOUT_SECONDS = 24 * 3600
+
+
 def _call(settings: StackSettings, body: Callable[[Any], Awaitable[T]]) -> T | int:
     """Runs ``body(stub)``; RPC failures become a message and an exit code (see ``rpc``)."""
     return rpc.call(
@@ -60,7 +63,9 @@ def index_command(args: argparse.Namespace, settings: StackSettings) -> int:
         request = retrieval_pb2.IndexVaultRequest(
             tenant=args.tenant, vault_path=str(path), full=args.full
         )
-        stream: Any = stub.IndexVault(request)  # an async stream on an aio channel
+        # An async stream on an aio channel, with its own deadline: a big vault is hours of
+        # embedding on a laptop (Ctrl-C stops it; what was indexed stays).
+        stream: Any = stub.IndexVault(request, timeout=INDEX_TIMEOUT_SECONDS)
         async for message in stream:
             if message.HasField("summary"):
                 summary = message.summary
