@@ -184,7 +184,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff check --fix .
 
 test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate ghz browser prometheus lint ## Lint, then every test (unit and end-to-end)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only
 	$(VENV)/bin/pytest -m "not e2e and not slow" $(PYTEST_ARGS)
