@@ -23,6 +23,7 @@ from memex.gateway.continuations import Continuations
 from memex.gateway.middleware import BodyLimit, RequestContext
 from memex.gateway.models import ErrorBody
 from memex.gateway.routes import (
+    admin,
     ask,
     chat,
     conversations,
@@ -137,6 +138,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         conversations.router,
         turns.router,
         notes.router,
+        admin.router,
     ):
         app.include_router(router)
     # check_dir=False: the page may not be installed; /static then answers 404.

@@ -74,7 +74,11 @@ class GatewaySettings(BaseSettings):
         default_factory=lambda: Path(__file__).resolve().parent / "web",
         description="The web chat page: index.html served at /, the rest under /static.",
     )
-    tenant: str = Field("", description="Tenant of every request; empty is the services' default.")
+    tenant: str = Field(
+        "",
+        description="Tenant of a keyless loopback caller and of keys made without a tenant; "
+        "empty is the services' default. A key made for a tenant sees that tenant only.",
+    )
     log_level: str = Field("INFO", description="Python logging level.")
 
     @property

@@ -89,9 +89,13 @@ async def caller(
             key = guard.keys.verify(credentials.credentials)
         except MemexError as exc:  # a damaged key file: refuse, and say where to look
             raise ApiError(grpc.StatusCode.UNAVAILABLE, exc.message) from exc
+    default_tenant: str = request.app.state.settings.tenant
     if key is not None:
         who = f"key:{key.name}"
         request.state.reads_sensitive = key.sensitive
+        # The key's tenant and no other: nothing in a request can widen it.
+        request.state.tenant = key.tenant or default_tenant
+        request.state.admin = key.admin
     elif guard.required:
         raise _unauthenticated(
             "the API key is not valid (revoked, or mistyped)"
@@ -105,6 +109,9 @@ async def caller(
         # Keys are optional only for a loopback gateway: a keyless caller is the owner at their
         # own machine, who may read their sensitive notes when they ask (issue 11).
         request.state.reads_sensitive = _is_loopback(host)
+        request.state.tenant = default_tenant
+        # The same owner may manage keys, as they could with `memex keys` at that machine.
+        request.state.admin = _is_loopback(host)
     wait = guard.limiter.take(who)
     if wait > 0:
         metrics.RATE_LIMITED.inc()
@@ -122,6 +129,29 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+async def tenant(request: Request, who: Annotated[str, Depends(caller)]) -> str:
+    """The caller's tenant, every read and write of the request is scoped to: its key's, or the
+    gateway's configured tenant for a keyless loopback caller ("" is the services' default)."""
+    result: str = request.state.tenant
+    return result
+
+
+async def admin(request: Request, who: Annotated[str, Depends(caller)]) -> str:
+    """The caller, when it may manage keys (an admin key, or a keyless loopback caller); 403
+    saying what grants it otherwise."""
+    if not getattr(request.state, "admin", False):
+        raise ApiError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "this API key may not manage keys; use a key made with "
+            "`memex keys create NAME --admin`",
+        )
+    return who
+
+
+TenantDep = Annotated[str, Depends(tenant)]
+"""The caller's tenant (see ``tenant``)."""
 
 
 def sensitive_grant(request: Request, asked: bool) -> bool:

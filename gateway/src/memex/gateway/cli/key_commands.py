@@ -25,8 +25,21 @@ def add_parsers(commands: Any) -> None:
         action="store_true",
         help="let this key read items marked sensitive when a request asks (default: never)",
     )
+    create.add_argument(
+        "--tenant",
+        default="",
+        help="the only tenant whose memory this key sees (letters, digits, '_', '-'; "
+        "default: the deployment's default tenant)",
+    )
+    create.add_argument(
+        "--admin",
+        action="store_true",
+        help="let this key create, list and revoke keys for any tenant over HTTP",
+    )
     create.set_defaults(run=create_key)
-    listed = actions.add_parser("list", help="the keys' names, hints and creation times")
+    listed = actions.add_parser(
+        "list", help="the keys' names, tenants, grants, hints and creation times"
+    )
     listed.add_argument("--json", action="store_true", help="machine-readable output")
     listed.set_defaults(run=list_keys)
     revoke = actions.add_parser("revoke", help="delete a key; clients using it get 401")
@@ -43,7 +56,9 @@ def create_key(args: argparse.Namespace, settings: StackSettings) -> int:
     """Prints a new key on stdout (alone, so scripts can capture it); the hint goes to stderr."""
     path = apikeys.keys_path(settings.data_dir)
     try:
-        token = apikeys.create_key(path, args.name, args.sensitive)
+        token = apikeys.create_key(
+            path, args.name, args.sensitive, tenant=args.tenant, admin=args.admin
+        )
     except MemexError as exc:
         return _fail(exc)
     print(token)
@@ -63,14 +78,22 @@ def list_keys(args: argparse.Namespace, settings: StackSettings) -> int:
         return _fail(exc)
     if args.json:
         rows = [
-            {"name": k.name, "hint": k.hint, "created_at": k.created_at, "sensitive": k.sensitive}
+            {
+                "name": k.name,
+                "tenant": k.tenant,
+                "hint": k.hint,
+                "created_at": k.created_at,
+                "sensitive": k.sensitive,
+                "admin": k.admin,
+            }
             for k in keys
         ]
         print(json.dumps({"keys": rows}, indent=2))
         return 0
     for k in keys:
-        grant = "  reads sensitive" if k.sensitive else ""
-        print(f"{k.name:<24} {k.hint}…  {k.created_at}{grant}")
+        grants = ("  reads sensitive" if k.sensitive else "") + ("  admin" if k.admin else "")
+        tenant = k.tenant or "(default)"
+        print(f"{k.name:<24} {tenant:<16} {k.hint}…  {k.created_at}{grants}")
     if not keys:
         print("no API keys yet; make one with `memex keys create NAME`")
     return 0

@@ -10,7 +10,7 @@ from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.present import SearchHit
 from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["ask"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -39,6 +39,7 @@ ASK_EVENT = sse_schema(["started", "delta", "result", "error"])
 async def ask(
     c: ClientsDep,
     s: SettingsDep,
+    tenant: TenantDep,
     body: models.AskRequest,
     request: Request,
 ) -> models.AskResponse | StreamResponse:
@@ -46,7 +47,7 @@ async def ask(
     Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403),
     the rule of reads: the answer and its quotes go to the caller."""
     question = opb.AskRequest(
-        tenant=s.tenant,
+        tenant=tenant,
         question=body.question,
         persona=body.persona,
         limit=body.limit,
@@ -73,7 +74,7 @@ async def ask(
 @router.post("/search", response_model=models.SearchResponse, summary="Hybrid search")
 async def search(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     body: models.SearchRequest,
     request: Request,
 ) -> models.SearchResponse:
@@ -89,7 +90,7 @@ async def search(
     reply = await c.orchestrator.Search(
         reads.search(
             body.query,
-            tenant=s.tenant,
+            tenant=tenant,
             persona=body.persona,
             k=body.limit,
             channels=body.channels,

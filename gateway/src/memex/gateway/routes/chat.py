@@ -12,7 +12,7 @@ from starlette.types import Receive, Scope, Send
 from memex.gateway import metrics, models
 from memex.gateway.chat_stream import EventStream, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -85,6 +85,7 @@ async def sse_events(stream: EventStream, route: str) -> AsyncIterator[ServerSen
 async def chat(
     c: ClientsDep,
     s: SettingsDep,
+    tenant: TenantDep,
     body: models.ChatRequest,
     request: Request,
 ) -> StreamResponse:
@@ -93,7 +94,7 @@ async def chat(
     stream = await open_chat(
         c.orchestrator,
         opb.ChatRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             conversation_id=body.conversation_id,
             message=body.message,
             persona=body.persona,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from memex.gateway import convert, models
-from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(
@@ -21,12 +21,12 @@ ConversationId = Path(min_length=1, max_length=128, description="A conversation 
 @router.get("", response_model=models.ConversationList, summary="List conversations")
 async def list_conversations(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     limit: int = Query(50, ge=1, le=1000),
 ) -> models.ConversationList:
     """Conversations, most recently updated first."""
     reply = await c.orchestrator.ListConversations(
-        opb.ListConversationsRequest(tenant=s.tenant, limit=limit)
+        opb.ListConversationsRequest(tenant=tenant, limit=limit)
     )
     return models.ConversationList(
         conversations=[convert.conversation(x) for x in reply.conversations]
@@ -36,7 +36,7 @@ async def list_conversations(
 @router.get("/{conversation_id}", response_model=models.ConversationDetail, summary="Replay one")
 async def get_conversation(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     request: Request,
     conversation_id: str = ConversationId,
     include_sensitive: bool = Query(
@@ -48,7 +48,7 @@ async def get_conversation(
     """A conversation with its messages and their citations; 404 for an unknown id."""
     reply = await c.orchestrator.GetConversation(
         opb.GetConversationRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             conversation_id=conversation_id,
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
@@ -62,11 +62,11 @@ async def get_conversation(
 @router.delete("/{conversation_id}", status_code=204, response_class=Response, summary="Forget one")
 async def delete_conversation(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     conversation_id: str = ConversationId,
 ) -> Response:
     """Deletes a conversation with its messages; 404 for an unknown id."""
     await c.orchestrator.DeleteConversation(
-        opb.DeleteConversationRequest(tenant=s.tenant, conversation_id=conversation_id)
+        opb.DeleteConversationRequest(tenant=tenant, conversation_id=conversation_id)
     )
     return Response(status_code=204)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.convertors import PathConvertor, register_url_convertor
 
-from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.deps import ERRORS, ClientsDep
 from memex.gateway.present import ForgetReceipt, Note
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 
@@ -31,7 +31,7 @@ router = APIRouter(
 @router.get("/{episode_id}", response_model=Note, summary="A cited note")
 async def get_note(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     request: Request,
     episode_id: str = Path(min_length=1, max_length=256, description="A citation's episode_id."),
     include_sensitive: bool = Query(
@@ -44,7 +44,7 @@ async def get_note(
     be marked; 404 when the note is no longer indexed."""
     reply = await c.orchestrator.GetNote(
         opb.GetNoteRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             episode_id=episode_id,
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
@@ -55,7 +55,7 @@ async def get_note(
 @router.delete("/{note:note_name}", response_model=ForgetReceipt, summary="Forget a note")
 async def forget_note(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     note: str = Path(
         min_length=1, max_length=1024, description="Episode id, vault path or unique title."
     ),
@@ -65,6 +65,6 @@ async def forget_note(
     telemetry, LLM log text), searches every store again and returns the receipt; check
     ``complete``. 404 for a note nothing names, 400 for an ambiguous title."""
     r = await c.orchestrator.ForgetNote(
-        opb.ForgetNoteRequest(tenant=s.tenant, note=note, dry_run=dry_run)
+        opb.ForgetNoteRequest(tenant=tenant, note=note, dry_run=dry_run)
     )
     return ForgetReceipt.from_proto(r)

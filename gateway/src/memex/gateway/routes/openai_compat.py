@@ -45,7 +45,7 @@ from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
 from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
 from memex.gateway.routes.personas import list_personas
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -251,6 +251,7 @@ async def _chunks(
 async def chat_completions(
     c: ClientsDep,
     s: SettingsDep,
+    tenant: TenantDep,
     body: models.ChatCompletionRequest,
     request: Request,
     who: Annotated[str, Depends(caller)],
@@ -265,7 +266,7 @@ async def chat_completions(
     )
     continued = "" if explicit else continuations.take(who, history[:-1])
     chat_request = opb.ChatRequest(
-        tenant=s.tenant,
+        tenant=tenant,
         conversation_id=explicit or continued,
         # A continued conversation's own stored history is the context: only the question goes.
         message=history[-1][1] if explicit or continued else chat_message(body),

@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memex.gateway import models, reads
-from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.deps import ERRORS, ClientsDep
 from memex.gateway.present import Record, Timeline
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["records"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -21,7 +21,7 @@ DATE = r"^(\d{4}-\d{2}-\d{2})?$"
 @router.post("/records/query", response_model=models.RecordsResponse, summary="Query records")
 async def query_records(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     body: models.RecordsQuery,
     request: Request,
 ) -> models.RecordsResponse:
@@ -37,7 +37,7 @@ async def query_records(
         reads.records(
             body.collection,
             [(f.field, f.op, f.value) for f in body.filters],
-            tenant=s.tenant,
+            tenant=tenant,
             sort=body.sort,
             limit=body.limit,
             where=where,
@@ -51,7 +51,7 @@ async def query_records(
 )
 async def timeline(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     request: Request,
     person: str = Path(min_length=1, max_length=256, description="An entity id, name or alias."),
     limit: int = Query(0, ge=0, le=1000, description="0: every entry."),
@@ -65,7 +65,7 @@ async def timeline(
         since=since, until=until, include_sensitive=sensitive_grant(request, include_sensitive)
     )
     reply = await c.orchestrator.PersonTimeline(
-        opb.PersonTimelineRequest(tenant=s.tenant, person=person, limit=limit, filters=where)
+        opb.PersonTimelineRequest(tenant=tenant, person=person, limit=limit, filters=where)
     )
     return Timeline.from_proto(reply)
 
@@ -73,7 +73,7 @@ async def timeline(
 @router.get("/inbox", response_model=models.InboxResponse, summary="Open inbox items")
 async def inbox(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     request: Request,
     limit: int = Query(0, ge=0, le=1000, description="0: the service default."),
     include_done: bool = Query(False, description="Also items done, archived or dismissed."),
@@ -82,7 +82,7 @@ async def inbox(
     """Inbox items not done, soonest first."""
     reply = await c.orchestrator.ListInbox(
         opb.ListInboxRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             limit=limit,
             include_done=include_done,
             include_sensitive=sensitive_grant(request, include_sensitive),

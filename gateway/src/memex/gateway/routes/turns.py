@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from memex.gateway import convert, models
-from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
-from memex.gateway.security import caller, sensitive_grant
+from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)],
 )
 async def create_turn(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     body: models.TurnCreate,
     request: Request,
 ) -> models.TurnResponse:
@@ -26,7 +26,7 @@ async def create_turn(
     (else 403, now: the grant is checked when the turn is queued and stored with it)."""
     reply = await c.orchestrator.CreateTurn(
         opb.CreateTurnRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             thread_id=body.thread_id,
             text=body.text,
             include_sensitive=sensitive_grant(request, body.include_sensitive),
@@ -38,22 +38,22 @@ async def create_turn(
 @router.get("/turns/{turn_id}", response_model=models.TurnResponse, summary="A turn's state")
 async def get_turn(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     turn_id: str = Path(min_length=1, max_length=128),
 ) -> models.TurnResponse:
     """A turn: pending, thinking, answered or error; 404 for an unknown id."""
-    reply = await c.orchestrator.GetTurn(opb.GetTurnRequest(tenant=s.tenant, turn_id=turn_id))
+    reply = await c.orchestrator.GetTurn(opb.GetTurnRequest(tenant=tenant, turn_id=turn_id))
     return models.TurnResponse(turn=convert.turn(reply.turn))
 
 
 @router.get("/threads", response_model=models.ThreadList, summary="List threads")
 async def list_threads(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     limit: int = Query(50, ge=1, le=1000),
 ) -> models.ThreadList:
     """Threads, newest first."""
-    reply = await c.orchestrator.ListThreads(opb.ListThreadsRequest(tenant=s.tenant, limit=limit))
+    reply = await c.orchestrator.ListThreads(opb.ListThreadsRequest(tenant=tenant, limit=limit))
     return models.ThreadList(threads=[convert.thread(t) for t in reply.threads])
 
 
@@ -62,7 +62,7 @@ async def list_threads(
 )
 async def list_turns(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     request: Request,
     thread_id: str = Path(min_length=1, max_length=128),
     include_sensitive: bool = Query(
@@ -74,7 +74,7 @@ async def list_turns(
     """Every turn of a thread, oldest first; 404 for an unknown thread."""
     reply = await c.orchestrator.ListTurns(
         opb.ListTurnsRequest(
-            tenant=s.tenant,
+            tenant=tenant,
             thread_id=thread_id,
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
@@ -87,13 +87,13 @@ async def list_turns(
 )
 async def delete_thread(
     c: ClientsDep,
-    s: SettingsDep,
+    tenant: TenantDep,
     thread_id: str = Path(min_length=1, max_length=128),
 ) -> models.ThreadDeleted:
     """Deletes a thread with all its turns (questions and answers); 404 for an unknown id. The
     receipt counts the turns deleted and those found afterwards (0)."""
     reply = await c.orchestrator.DeleteThread(
-        opb.DeleteThreadRequest(tenant=s.tenant, thread_id=thread_id)
+        opb.DeleteThreadRequest(tenant=tenant, thread_id=thread_id)
     )
     return models.ThreadDeleted(
         thread_id=thread_id,
