@@ -148,6 +148,8 @@ def shared(
         # Keys are required, so the gateway starts only once a key exists: the admin's, first.
         boss = memex(env, "keys", "create", "boss", "--admin").stdout.strip()
         memex(env, "up")
+        services = json.loads(memex(env, "status", "--json").stdout)["services"]
+        assert ("weaviate" in services) == (backend.get("MEMEX_STORE") == "weaviate"), services
         admin = httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {boss}"})
         clients.append(admin)
         tenants = {}
