@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,8 +115,9 @@ def _seed(tenant: Tenant, env: dict[str, str], vault: Path) -> None:
         hits = [h for h in tenant.search(title) if h["provenance"]["title"] == title]
         assert hits, f"{tenant.name} cannot find their own note {title!r}"
         tenant.notes[title] = hits[0]["provenance"]["episode_id"]
-    tenant.conversation = _chat(tenant.client, f"What do my notes say about {OWN[tenant.name]}?")
-    queued = tenant.client.post("/v1/turns", json={"text": f"Tell me about {OWN[tenant.name]}"})
+    # Both ask about the other's notes: the answers must still draw on their own only.
+    tenant.conversation = _chat(tenant.client, QUESTIONS[tenant.name])
+    queued = tenant.client.post("/v1/turns", json={"text": QUESTIONS[tenant.name]})
     assert queued.status_code == 202, queued.text
     turn = queued.json()["turn"]
     tenant.turn, tenant.thread = turn["id"], turn["thread_id"]
@@ -196,6 +198,13 @@ def test_no_tenant_sees_the_others_items_which_read_as_missing(shared: Shared) -
         assert me.client.get(f"/v1/turns/{other.turn}").status_code == 404
         assert other.client.get(f"/v1/turns/{other.turn}").status_code == 200
         assert me.client.get(f"/v1/threads/{other.thread}/turns").status_code == 404
+        # Nor can it add to the other's conversation or thread.
+        chat = me.client.post(
+            "/v1/chat", json={"message": "more", "conversation_id": other.conversation}
+        )
+        assert chat.status_code == 404, chat.text
+        turn = me.client.post("/v1/turns", json={"text": "more", "thread_id": other.thread})
+        assert turn.status_code == 404, turn.text
         # An OpenAI client naming the other's conversation cannot continue it either.
         continued = me.client.post(
             "/v1/chat/completions",
@@ -219,8 +228,24 @@ def test_lists_and_counts_hold_only_the_callers_own(shared: Shared) -> None:
         assert other.turn not in {t["id"] for t in turns}
 
 
+def _answered(tenant: Tenant) -> list[dict[str, Any]]:
+    """The tenant's queued thread once the chat worker has answered it."""
+    deadline = time.monotonic() + 120
+    while True:
+        turns: list[dict[str, Any]] = tenant.client.get(
+            f"/v1/threads/{tenant.thread}/turns"
+        ).json()["turns"]
+        if turns[0]["state"] in ("answered", "error") or time.monotonic() > deadline:
+            return turns
+        time.sleep(0.5)
+
+
 def test_no_tenant_searches_or_asks_into_the_others_notes(shared: Shared) -> None:
     for me, other in _pairs(shared):
+        turns = _answered(me)
+        assert turns[0]["state"] == "answered", turns
+        replay = me.client.get(f"/v1/conversations/{me.conversation}").text
+        assert not _leaks(me, other, json.dumps(turns) + replay), (turns, replay)
         for title, text in NOTES[other.name].items():
             found = me.search(text)
             assert found, (me.name, title)  # own notes still match: the search did run
