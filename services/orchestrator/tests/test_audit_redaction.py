@@ -42,6 +42,7 @@ async def test_a_local_model_sees_a_sensitive_note_but_the_log_keeps_only_its_ep
     assert "for example [2]" in row["prompt"]  # the rules' example numbers are not redacted
     assert (row["model"], row["outcome"], row["completion_tokens"]) == ("scripted", "ok", 5)
     assert row["prompt_tokens"] > 0 and row["purpose"] == "ask_synthesize"
+    assert row["tenant"] == "me"  # so forgetting a note of another tenant never reaches it
 
 
 async def test_a_chat_logs_neither_the_sensitive_note_nor_a_reply_that_repeats_it(

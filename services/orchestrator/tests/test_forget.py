@@ -77,6 +77,10 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Orchestrator, Forge
         yield stub, orchestrator, memory
 
 
+# A prompt another tenant's model call logged, quoting the same passage of their own note.
+THEIR_PROMPT = "Sources:\n\n[1] Seven jars went to the cellar shelf behind the bicycles."
+
+
 def seed(context: Orchestrator) -> dict[str, str]:
     """Telemetry and LLM log rows that reference or quote the note, and some that do not."""
     store, tenant = context.store, context.settings.default_tenant
@@ -120,6 +124,10 @@ def seed(context: Orchestrator) -> dict[str, str]:
     )  # fmt: skip
     ids["other call"] = store.log_call_started(
         request_id="r", purpose="answer", model="m", persona="analyst", prompt="boiler sources"
+    )
+    # Another tenant's call quoting the same passage is theirs: neither counted nor erased.
+    ids["other tenant call"] = store.log_call_started(
+        request_id="r", purpose="answer", model="m", persona="a", prompt=THEIR_PROMPT, tenant="x"
     )
     conversation = store.create_conversation(tenant, "jam", "friend")
     store.add_message(
@@ -180,6 +188,7 @@ async def test_forget_note_purges_telemetry_and_the_llm_log_and_says_so(
         "SELECT * FROM llm_log")}  # fmt: skip
     assert calls[ids["call"]] == (ERASED, ERASED, 9)  # the call stays in the audit, its text not
     assert calls[ids["other call"]][0] == "boiler sources"
+    assert calls[ids["other tenant call"]][0] == THEIR_PROMPT
 
     with pytest.raises(grpc.aio.AioRpcError) as again:
         await stub.ForgetNote(pb.ForgetNoteRequest(note=TITLE))

@@ -27,7 +27,7 @@ from memex.orchestrator.ask_stages import (
     abstain_reason,
     abstention,
 )
-from memex.orchestrator.audit import AuditedReasoner
+from memex.orchestrator.audit import AuditedReasoner, tenant_var
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Citation, GroundingReport, ShownItem
@@ -179,6 +179,7 @@ class Asker:
     ) -> AsyncGenerator[AskEvent, None]:
         # check (before any event, so bad input is a plain error)
         question = _checked(question, limit)
+        tenant_var.set(tenant)  # every model call of this ask is logged as the tenant's
         p = self._p
         persona = self._personas.get(persona_name, "ask")
         limit = limit or self._settings.ask_limit

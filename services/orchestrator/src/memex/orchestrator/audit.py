@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import AsyncGenerator, Iterable, Sequence
@@ -41,6 +42,12 @@ MODEL_SECONDS = Histogram(
     ["purpose"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
+
+
+tenant_var: contextvars.ContextVar[str] = contextvars.ContextVar("memex_tenant", default="")
+"""The tenant a model call serves, kept in its LLM log row so that forgetting one tenant's note
+finds only that tenant's calls. Each flow that calls the model (ask, chat) sets it first, as
+``request_id_var`` is set per request."""
 
 
 def _render(messages: Sequence[ChatMessage]) -> str:
@@ -71,6 +78,7 @@ class AuditedReasoner:
             call_id = await asyncio.to_thread(
                 self._store.log_call_started,
                 request_id=request_id_var.get(),
+                tenant=tenant_var.get(),
                 purpose=purpose,
                 model=self.model,
                 persona=persona,

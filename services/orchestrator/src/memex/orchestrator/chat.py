@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 
 from memex.orchestrator.answers import ReplyStream
+from memex.orchestrator.audit import tenant_var
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversations import ConversationStore
@@ -106,6 +107,7 @@ class Chatter:
         p = self._p
         persona = self._personas.get(persona_name, "chat")
         store = self._conversations
+        tenant_var.set(tenant)  # every model call of this reply is logged as the tenant's
         if conversation_id:
             history = await asyncio.to_thread(
                 store.recent_messages, tenant, conversation_id, self._settings.chat_history_messages

@@ -117,3 +117,9 @@ ALTER TABLE turns ADD COLUMN include_sensitive INTEGER NOT NULL DEFAULT 0;
 -- known, and withholding is the safe reading.
 ALTER TABLE messages ADD COLUMN sensitive INTEGER NOT NULL DEFAULT 0;
 UPDATE messages SET sensitive = 1 WHERE role = 'assistant';
+
+-- migration 6
+-- Issue 14: an LLM log call records the tenant it served, so forgetting one tenant's note counts
+-- and erases only that tenant's calls. Calls logged before read '' (whose they were is unknown)
+-- and are still searched for every tenant, as they were before.
+ALTER TABLE llm_log ADD COLUMN tenant TEXT NOT NULL DEFAULT '';

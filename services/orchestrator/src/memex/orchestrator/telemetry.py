@@ -113,15 +113,24 @@ class TelemetryStore(Database):
         ]
 
     def log_call_started(
-        self, *, request_id: str, purpose: str, model: str, persona: str, prompt: str
+        self,
+        *,
+        request_id: str,
+        purpose: str,
+        model: str,
+        persona: str,
+        prompt: str,
+        tenant: str = "",
     ) -> str:
-        """Writes the audit row before a model call; raises if it cannot (fail closed)."""
+        """Writes the audit row before a model call; raises if it cannot (fail closed).
+        ``tenant`` is whose request the call serves ("" when unknown)."""
         call_id = new_id()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO llm_log (id, request_id, purpose, model, persona, prompt, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (call_id, request_id, purpose, model, persona, prompt, now_iso()),
+                "INSERT INTO llm_log "
+                "(id, request_id, purpose, model, persona, prompt, created_at, tenant) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (call_id, request_id, purpose, model, persona, prompt, now_iso(), tenant),
             )
         return call_id
 

@@ -42,7 +42,8 @@ class NoteTraceStore(Database):
         (``quotes`` says whether a text does): telemetry turns whose query, answer or cited refs
         quote it, retrieval rows of its chunks (any version: chunk ids are ``<episode_id>-<n>``),
         LLM log calls whose prompt or response quotes it, and the conversations and threads
-        whose messages cite it. The LLM log has no tenant column, so it is searched whole."""
+        whose messages cite it. LLM log calls are the tenant's, and those logged before calls
+        carried a tenant (whose they were is not known, so they are searched for every tenant)."""
         ids = json.dumps(sorted(set(chunk_ids)))
         with self._lock:
             turns = [
@@ -66,8 +67,9 @@ class NoteTraceStore(Database):
             calls = [
                 r["id"]
                 for r in self._db.execute(
-                    "SELECT id, prompt, response FROM llm_log WHERE prompt != ? OR response != ?",
-                    (ERASED, ERASED),
+                    "SELECT id, prompt, response FROM llm_log WHERE tenant IN (?, '') "
+                    "AND (prompt != ? OR response != ?)",
+                    (tenant, ERASED, ERASED),
                 )
                 if quotes(r["prompt"]) or quotes(r["response"])
             ]
