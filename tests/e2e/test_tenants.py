@@ -39,16 +39,19 @@ BACKENDS = [
 
 # Each tenant's notes: one of its own, and one at the same path and title as the other's (so a
 # read or forget by path, title or episode id, which comes from the path, could only go wrong by
-# reaching across). Alice's copy is the longer.
+# reaching across). Alice's copy is the longer. Both hold one same sentence, which both tenants'
+# questions bring into their model calls: a forget recognises a logged call by such quotes.
+COMMON = "Everyone brings their own mug to the Sunday meeting at the hall."
 NOTES = {
     "alice": {
         "Lighthouse.md": "# Lighthouse\nThe lighthouse keeper's code is 4417 for the blue door.\n",
         "Shared.md": "# Shared\n## Boat\nThe boat is moored at pier nine.\n## Garden\n"
-        "Runner beans climb the north fence.\n## Bees\nThe hive swarmed in late May.\n",
+        "Runner beans climb the north fence.\n## Bees\nThe hive swarmed in late May.\n"
+        f"## Meeting\n{COMMON}\n",
     },
     "bob": {
         "Orchard.md": "# Orchard\nThe quince orchard ripens in October behind the mill.\n",
-        "Shared.md": "# Shared\nBob's shared note mentions the railway timetable.\n",
+        "Shared.md": f"# Shared\nBob's shared note mentions the railway timetable.\n{COMMON}\n",
     },
 }
 OWN = {"alice": "Lighthouse", "bob": "Orchard"}
@@ -56,8 +59,10 @@ OWN = {"alice": "Lighthouse", "bob": "Orchard"}
 MARKERS = {"alice": ("4417", "pier nine", "Runner beans", "swarmed"), "bob": ("quince", "railway")}
 # A question about the other's notes that names none of their markers.
 QUESTIONS = {
-    "alice": "Which fruit ripens behind the mill, and what timetable is in the shared note?",
-    "bob": "What is the code for the blue door, and where is the boat moored?",
+    "alice": "Which fruit ripens behind the mill, what timetable is in the shared note, and what "
+    "do people bring to the Sunday meeting at the hall?",
+    "bob": "What is the code for the blue door, where is the boat moored, and what do people "
+    "bring to the Sunday meeting at the hall?",
 }
 OTHER = {"alice": "bob", "bob": "alice"}
 
@@ -276,6 +281,7 @@ def test_no_tenant_forgets_or_counts_the_others_notes(shared: Shared) -> None:
     before = _receipt(alice, alice.notes["Shared"], dry_run=True).json()
     bobs = _receipt(bob, "Shared.md", dry_run=True).json()
     assert _chunks(before) > _chunks(bobs) > 0, (before, bobs)
+    assert _calls(before) > 0 and _calls(bobs) > 0, (before, bobs)  # both logged quoting calls
     for receipt, other in ((before, bob), (bobs, alice)):
         assert other.conversation not in receipt["conversations_citing"]
         assert other.thread not in receipt["threads_citing"]
@@ -294,6 +300,11 @@ def test_no_tenant_forgets_or_counts_the_others_notes(shared: Shared) -> None:
         assert me.client.delete(f"/v1/threads/{other.thread}").status_code == 404
         assert other.client.get(f"/v1/conversations/{other.conversation}").status_code == 200
         assert other.client.get(f"/v1/turns/{other.turn}").status_code == 200
+
+
+def _calls(receipt: dict[str, Any]) -> int:
+    """How many logged model calls quoting the note a forget receipt counts."""
+    return sum(c["removed"] + c["remaining"] for c in receipt["counts"] if c["store"] == "llm_log")
 
 
 def _chunks(receipt: dict[str, Any]) -> int:
