@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import grpc
 import httpx
 import pytest
+from starlette.requests import Request
 
-from memex.gateway import apikeys
+from memex.gateway import apikeys, security
+from memex.gateway.apikeys import KeyRing
 from memex.gateway.cli.main import main
+from memex.gateway.config import GatewaySettings
+from memex.gateway.errors import ApiError
+from memex.gateway.security import Guard, RateLimiter
 from memex.gateway.testing import running_gateway
 from memex.shared.errors import InvalidArgument
 
@@ -137,3 +144,19 @@ def test_a_keyless_loopback_owner_may_manage_keys_where_keys_are_optional(tmp_pa
         made = c.post("/v1/admin/keys", json={"name": "phone", "tenant": "alice"})
         assert made.status_code == 201
         assert [k.tenant for k in apikeys.load_keys(tmp_path / "keys.json")] == ["alice"]
+
+
+async def test_a_keyless_caller_off_loopback_is_neither_admin_nor_another_tenant(
+    tmp_path: Path,
+) -> None:
+    # Keys optional but the caller not on loopback (a gateway behind a proxy, say): it keeps
+    # the default tenant and gets no grants, so the admin routes refuse it.
+    settings = GatewaySettings(keys_file=tmp_path / "keys.json", tenant="home")
+    guard = Guard(KeyRing(settings.keys_file), required=False, limiter=RateLimiter(0, 1))
+    app = SimpleNamespace(state=SimpleNamespace(guard=guard, settings=settings))
+    request = Request({"type": "http", "client": ("10.1.2.3", 5), "app": app, "headers": []})
+    who = await security.caller(request, None)
+    assert who == "client:10.1.2.3" and await security.tenant(request, who) == "home"
+    with pytest.raises(ApiError) as refused:
+        await security.admin(request, who)
+    assert refused.value.code == grpc.StatusCode.PERMISSION_DENIED

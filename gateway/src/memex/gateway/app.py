@@ -48,7 +48,9 @@ ERROR_400: dict[str, Any] = {
 DESCRIPTION = """memex over HTTP: cited answers, streamed chat (server-sent events), search,
 records, conversations and queued turns, plus an OpenAI-compatible chat completions endpoint.
 Errors are `{"error": {"code", "message"}}` with `code` a gRPC status name. Send
-`Authorization: Bearer <key>` where keys are required (always off loopback)."""
+`Authorization: Bearer <key>` where keys are required (always off loopback). A key belongs to one
+tenant and sees only its memory; another tenant's items are 404, like missing ones. Admin keys
+manage keys for any tenant under `/v1/admin/keys`."""
 
 
 class StartupError(Exception):
