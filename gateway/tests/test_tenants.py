@@ -93,6 +93,9 @@ def test_every_request_carries_the_callers_tenant(tmp_path: Path) -> None:
         # No body can name another tenant: request bodies refuse unknown fields.
         asked = c.post("/v1/search", json={"query": "q", "tenant": "bob"}, headers=bearer(alice))
         assert asked.status_code == 400 and "tenant" in asked.json()["error"]["message"]
+        # nor any query: one that names a tenant is not a parameter of any route
+        listed = c.post("/v1/search?tenant=bob", json={"query": "q"}, headers=bearer(alice))
+        assert listed.status_code == 200 and seen[-1].tenant == "alice"
 
 
 def test_admin_keys_manage_keys_for_any_tenant(tmp_path: Path) -> None:
