@@ -163,3 +163,19 @@ async def test_a_keyless_caller_off_loopback_is_neither_admin_nor_another_tenant
     with pytest.raises(ApiError) as refused:
         await security.admin(request, who)
     assert refused.value.code == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_metrics_which_count_every_tenant_are_not_for_a_tenants_key(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.json"
+    alice = apikeys.create_key(keys, "alice", tenant="alice")
+    prometheus = apikeys.create_key(keys, "prometheus")
+    boss = apikeys.create_key(keys, "boss", tenant="ops", admin=True)
+    with (
+        running_gateway(tmp_path, require_keys=True, rate_limit_per_minute=0) as g,
+        httpx.Client(base_url=g.url) as c,
+    ):
+        refused = c.get("/metrics", headers=bearer(alice))
+        assert refused.status_code == 403 and "--tenant" in refused.json()["error"]["message"]
+        assert c.get("/metrics", headers=bearer(prometheus)).status_code == 200
+        assert c.get("/metrics", headers=bearer(boss)).status_code == 200
+        assert c.get("/metrics").status_code == 401

@@ -96,6 +96,7 @@ async def caller(
         # The key's tenant and no other: nothing in a request can widen it.
         request.state.tenant = key.tenant or default_tenant
         request.state.admin = key.admin
+        request.state.operator = key.admin or not key.tenant
     elif guard.required:
         raise _unauthenticated(
             "the API key is not valid (revoked, or mistyped)"
@@ -112,6 +113,7 @@ async def caller(
         request.state.tenant = default_tenant
         # The same owner may manage keys, as they could with `memex keys` at that machine.
         request.state.admin = _is_loopback(host)
+        request.state.operator = True  # the default tenant's caller, as keys made without one
     wait = guard.limiter.take(who)
     if wait > 0:
         metrics.RATE_LIMITED.inc()
@@ -146,6 +148,19 @@ async def admin(request: Request, who: Annotated[str, Depends(caller)]) -> str:
             grpc.StatusCode.PERMISSION_DENIED,
             "this API key may not manage keys; use a key made with "
             "`memex keys create NAME --admin`",
+        )
+    return who
+
+
+async def operator(request: Request, who: Annotated[str, Depends(caller)]) -> str:
+    """The caller, when it may read what covers every tenant (``/metrics``): a key made without
+    ``--tenant`` (the deployment's own, Prometheus's among them), an admin key, or a keyless
+    caller; a key bound to a tenant gets 403, since the counts include other tenants' requests."""
+    if not getattr(request.state, "operator", False):
+        raise ApiError(
+            grpc.StatusCode.PERMISSION_DENIED,
+            "the metrics count every tenant's requests, so a key bound to one tenant may not "
+            "read them; use a key made without --tenant, or an admin key",
         )
     return who
 

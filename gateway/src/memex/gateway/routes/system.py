@@ -12,7 +12,7 @@ from memex.gateway import models
 from memex.gateway.config import GatewaySettings
 from memex.gateway.deps import ERRORS, SettingsDep
 from memex.gateway.errors import error_json
-from memex.gateway.security import caller
+from memex.gateway.security import operator
 from memex.shared.health import check, check_http
 
 router = APIRouter(tags=["system"])
@@ -49,7 +49,8 @@ async def healthz(
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
-    dependencies=[Depends(caller)],  # behind the API key where keys are required
+    # behind the API key where keys are required; not for a key bound to one tenant
+    dependencies=[Depends(operator)],
     responses={**ERRORS, 200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def prometheus_metrics() -> Response:
