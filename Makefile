@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate ghz browser prometheus observe protos protos-check dashboard lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
+.PHONY: help install models weaviate ghz browser prometheus observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -144,6 +144,16 @@ $(GHZ_BIN):
 	mv $(GOCACHES)/gobin/ghz $@
 
 ghz: $(GHZ_BIN) ## Build ghz (gRPC load) from source with Go (once; cached by version)
+
+# The manifests' check (deploy/check, a Go test against k8s.io/api) with the same module and build
+# caches; the settings it compares env vars with come from the Python settings classes.
+GO_ENV := GOMODCACHE=$(GOCACHES)/mod GOCACHE=$(GOCACHES)/build GOFLAGS=-modcacherw GOTOOLCHAIN=local
+SETTINGS_ENV := $(CACHE)/deploy/settings-env.txt
+
+deploy-check: install ## Decode every manifest in deploy/ strictly against the Kubernetes API types and check their references
+	mkdir -p $(dir $(SETTINGS_ENV))
+	$(PY) scripts/settings_env.py --out $(SETTINGS_ENV)
+	cd deploy/check && $(GO_ENV) MEMEX_SETTINGS_ENV=$(SETTINGS_ENV) nice $(GO) test -count=1 ./...
 
 # The web chat's end-to-end tests drive Debian's Chromium with Playwright (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
