@@ -73,6 +73,7 @@ func TestManifests(t *testing.T) {
 	for _, err := range errs {
 		t.Error(err)
 	}
+	t.Logf("%d objects decoded from deploy/*.yaml, %d image targets, %d settings", len(objects), len(targets), len(readList(t, settingsFile)))
 	if len(objects) < 10 {
 		t.Errorf("only %d objects decoded from deploy/: is the loader still finding the manifests?", len(objects))
 	}

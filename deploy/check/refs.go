@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -136,8 +137,20 @@ func CheckReferences(objects []Object, cfg Config) []error {
 		checkScrape(p, fail)
 	}
 	for _, o := range objects {
-		if svc, ok := o.Obj.(*corev1.Service); ok {
-			checkService(o, svc, ix, fail)
+		switch obj := o.Obj.(type) {
+		case *corev1.Service:
+			checkService(o, obj, ix, fail)
+		case *corev1.ConfigMap:
+			// A ConfigMap of settings reaches a process through envFrom: its keys are env vars.
+			for key := range obj.Data {
+				if strings.HasPrefix(key, "MEMEX_") && !cfg.Settings[key] {
+					fail(o, "key %s is not a setting of any memex service", key)
+				}
+			}
+		case *policyv1.PodDisruptionBudget:
+			if obj.Spec.Selector == nil || !anyPod(ix, obj.Spec.Selector.MatchLabels) {
+				fail(o, "selector matches no pod template defined here")
+			}
 		}
 	}
 	var stale []string
@@ -157,6 +170,15 @@ func checkSelector(o Object, selector, labels map[string]string, fail func(Objec
 	if !subset(selector, labels) {
 		fail(o, "selector %v does not match its pod template's labels %v", selector, labels)
 	}
+}
+
+func anyPod(ix index, selector map[string]string) bool {
+	for _, p := range ix.pods {
+		if subset(selector, p.labels) {
+			return true
+		}
+	}
+	return false
 }
 
 func subset(selector, labels map[string]string) bool {
