@@ -155,6 +155,30 @@ deploy-check: install ## Decode every manifest in deploy/ strictly against the K
 	$(PY) scripts/settings_env.py --out $(SETTINGS_ENV)
 	cd deploy/check && $(GO_ENV) MEMEX_SETTINGS_ENV=$(SETTINGS_ENV) nice $(GO) test -count=1 ./...
 
+# `make images` builds service images without a container engine (none runs here): a debootstrap
+# rootfs, the service installed from uv.lock in a chroot, packed by crane (go-containerregistry,
+# built like Weaviate) and then run from the image (scripts/build_image.sh; needs root). Not in
+# `make test`: deploy-check checks the Dockerfile statically instead. IMAGES picks the services.
+CRANE_VERSION := v0.22.1
+CRANE_BIN := $(CACHE)/bin/crane-$(CRANE_VERSION)
+$(CRANE_BIN):
+	mkdir -p $(CACHE)/bin $(GOCACHES)/gobin
+	GOMODCACHE=$(GOCACHES)/mod GOCACHE=$(GOCACHES)/build GOBIN=$(GOCACHES)/gobin CGO_ENABLED=0 \
+	  GOFLAGS="-buildvcs=false -trimpath -modcacherw" \
+	  nice $(GO) install -ldflags "-s -w" github.com/google/go-containerregistry/cmd/crane@$(CRANE_VERSION)
+	mv $(GOCACHES)/gobin/crane $@
+
+DEBOOTSTRAP := /usr/sbin/debootstrap
+$(DEBOOTSTRAP):
+	$(SUDO) apt-get install -y --no-install-recommends debootstrap || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends debootstrap; }
+
+IMAGES ?= embedding
+images: install models $(CRANE_BIN) $(DEBOOTSTRAP) ## Build and run service images without Docker (IMAGES="embedding gateway"; root; writes ~/.cache/memex/images/out)
+	for service in $(IMAGES); do \
+	  $(SUDO) scripts/build_image.sh $$service $(CRANE_BIN) $(CACHE)/images/out $(CACHE); \
+	done
+
 # The web chat's end-to-end tests drive Debian's Chromium with Playwright (never a downloaded browser).
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
