@@ -80,10 +80,13 @@ func TestManifests(t *testing.T) {
 }
 
 var testConfig = Config{
-	Settings:        map[string]bool{"MEMEX_EMBEDDING_PORT": true, "MEMEX_RETRIEVAL_EMBEDDING_ADDR": true},
+	Settings: map[string]bool{
+		"MEMEX_EMBEDDING_PORT": true, "MEMEX_RETRIEVAL_EMBEDDING_ADDR": true,
+		"MEMEX_INTERNAL_AUTH": true, "MEMEX_INTERNAL_TLS_DIR": true,
+	},
 	OperatorSecrets: map[string]bool{"memex-tls-embedding": true},
 	ImageTargets:    map[string]bool{"embedding": true},
-	ModuleExists:    func(m string) bool { return m == "memex.embedding" },
+	ModuleExists:    func(m string) bool { return m == "memex.embedding" || m == "memex.shared.health" },
 }
 
 func checkFile(path string) []error {

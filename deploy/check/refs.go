@@ -36,6 +36,7 @@ type pod struct {
 
 type index struct {
 	pvcs, configMaps, secrets, endpoints map[string]bool
+	configData                           map[string]map[string]string
 	services                             map[string]*corev1.Service
 	pods                                 []pod
 }
@@ -44,6 +45,7 @@ func buildIndex(objects []Object) index {
 	ix := index{
 		pvcs: map[string]bool{}, configMaps: map[string]bool{}, secrets: map[string]bool{},
 		endpoints: map[string]bool{}, services: map[string]*corev1.Service{},
+		configData: map[string]map[string]string{},
 	}
 	for _, o := range objects {
 		switch obj := o.Obj.(type) {
@@ -51,6 +53,7 @@ func buildIndex(objects []Object) index {
 			ix.pvcs[o.Name] = true
 		case *corev1.ConfigMap:
 			ix.configMaps[o.Name] = true
+			ix.configData[o.Name] = obj.Data
 		case *corev1.Secret:
 			ix.secrets[o.Name] = true
 		case *corev1.Endpoints:
@@ -133,6 +136,7 @@ func CheckReferences(objects []Object, cfg Config) []error {
 				}
 			}
 			checkImage(p.owner, c, cfg, fail)
+			checkInternalAuth(p.owner, c, ix, fail)
 		}
 		checkScrape(p, fail)
 	}
@@ -254,10 +258,17 @@ func checkImage(owner Object, c corev1.Container, cfg Config, fail func(Object, 
 		if !cfg.ImageTargets[target] {
 			fail(owner, "container %q: image %q is built by no Dockerfile target", c.Name, c.Image)
 		}
-		args := append(append([]string{}, c.Command...), c.Args...)
-		for i := 0; i+1 < len(args); i++ {
-			if args[i] == "-m" && cfg.ModuleExists != nil && !cfg.ModuleExists(args[i+1]) {
-				fail(owner, "container %q: python -m %s: no such module in the repository", c.Name, args[i+1])
+		commands := [][]string{append(append([]string{}, c.Command...), c.Args...)}
+		for _, probe := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+			if probe != nil && probe.Exec != nil {
+				commands = append(commands, probe.Exec.Command)
+			}
+		}
+		for _, args := range commands {
+			for i := 0; i+1 < len(args); i++ {
+				if args[i] == "-m" && cfg.ModuleExists != nil && !cfg.ModuleExists(args[i+1]) {
+					fail(owner, "container %q: python -m %s: no such module in the repository", c.Name, args[i+1])
+				}
 			}
 		}
 	}
@@ -331,4 +342,41 @@ func containerPort(spec corev1.PodSpec, target intstr.IntOrString) (int32, bool)
 		}
 	}
 	return 0, false
+}
+
+// checkInternalAuth: under MEMEX_INTERNAL_AUTH=mtls (set in the container or a ConfigMap it reads)
+// the TLS folder must be mounted, and no probe may be a kubelet grpc probe, which speaks plaintext
+// and cannot connect to a server that requires a client certificate.
+func checkInternalAuth(owner Object, c corev1.Container, ix index, fail func(Object, string, ...any)) {
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef != nil {
+			for k, v := range ix.configData[from.ConfigMapRef.Name] {
+				env[from.Prefix+k] = v
+			}
+		}
+	}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["MEMEX_INTERNAL_AUTH"] != "mtls" || !strings.HasPrefix(c.Image, "memex/") {
+		return
+	}
+	dir := env["MEMEX_INTERNAL_TLS_DIR"]
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || (dir != "" && strings.TrimSuffix(m.MountPath, "/") == strings.TrimSuffix(dir, "/"))
+	}
+	if !mounted {
+		fail(owner, "container %q: MEMEX_INTERNAL_AUTH=mtls but MEMEX_INTERNAL_TLS_DIR %q is not a mount of the container", c.Name, dir)
+	}
+	probes := []struct {
+		name  string
+		probe *corev1.Probe
+	}{{"startup", c.StartupProbe}, {"readiness", c.ReadinessProbe}, {"liveness", c.LivenessProbe}}
+	for _, p := range probes {
+		if name, probe := p.name, p.probe; probe != nil && probe.GRPC != nil {
+			fail(owner, "container %q: the %s probe is a plaintext grpc probe, which cannot connect under MEMEX_INTERNAL_AUTH=mtls (use exec: python -m memex.shared.health)", c.Name, name)
+		}
+	}
 }
