@@ -1,4 +1,6 @@
-"""Prints every MEMEX_* environment variable a memex process in a pod reads, one a line.
+"""Prints every MEMEX_* environment variable a memex process in a pod reads, one a line, with the
+package whose settings class reads it (``MEMEX_EMBEDDING_PORT embedding``; ``shared`` for the
+settings every service reads, such as MEMEX_INTERNAL_AUTH).
 
 It walks the real pydantic-settings classes (each service's config.py, the gateway's, the shared
 ones), so deploy/check's Go test compares the manifests with the settings as they are today:
@@ -43,24 +45,28 @@ def settings_classes() -> list[type[BaseSettings]]:
     return found
 
 
-def pod_variables() -> set[str]:
-    """The MEMEX_* variables of every settings class a process in a pod reads."""
-    names: set[str] = set()
+def pod_variables() -> dict[str, str]:
+    """The MEMEX_* variables of every settings class a process in a pod reads, each with the
+    package that reads it (memex.<package>.…)."""
+    names: dict[str, str] = {}
     for cls in settings_classes():
         prefix = cls.model_config.get("env_prefix") or ""
         if cls.__name__ in NOT_IN_A_POD or not prefix.startswith("MEMEX_"):
             continue
-        names |= {f"{prefix}{field}".upper() for field in cls.model_fields}
+        package = cls.__module__.split(".")[1]
+        names |= {f"{prefix}{field}".upper(): package for field in cls.model_fields}
     return names
 
 
 def main() -> None:
-    """Prints (or writes with --out) the sorted variable names."""
+    """Prints (or writes with --out) the sorted variable names and their packages."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="write the list here instead of stdout")
     args = parser.parse_args()
     names = pod_variables()
-    text = "".join(f"{name}\n" for name in sorted(names | (PENDING_SETTINGS - names)))
+    for pending in PENDING_SETTINGS - names.keys():
+        names[pending] = "orchestrator"
+    text = "".join(f"{name} {names[name]}\n" for name in sorted(names))
     if args.out:
         args.out.write_text(text)
     else:

@@ -30,6 +30,24 @@ func readList(t *testing.T, path string) map[string]bool {
 	return names
 }
 
+// readSettings reads scripts/settings_env.py's output: a variable and the package that reads it.
+func readSettings(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) == 2 {
+			settings[fields[0]] = fields[1]
+		} else if len(fields) != 0 {
+			t.Fatalf("%s: want `NAME PACKAGE` lines, got %q", path, line)
+		}
+	}
+	return settings
+}
+
 // TestManifests is the check CI runs: every manifest under deploy/ decodes strictly and every
 // reference in it holds. The settings come from the Python settings classes
 // (scripts/settings_env.py), so a renamed setting fails here.
@@ -65,7 +83,7 @@ func TestManifests(t *testing.T) {
 	}
 	objects, errs := LoadDir(filepath.Join(repo, "deploy"))
 	errs = append(errs, CheckReferences(objects, Config{
-		Settings:        readList(t, settingsFile),
+		Settings:        readSettings(t, settingsFile),
 		OperatorSecrets: readList(t, filepath.Join(repo, "deploy/secrets.txt")),
 		ImageTargets:    targets,
 		ModuleExists:    moduleExists,
@@ -73,20 +91,23 @@ func TestManifests(t *testing.T) {
 	for _, err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d objects decoded from deploy/*.yaml, %d image targets, %d settings", len(objects), len(targets), len(readList(t, settingsFile)))
+	t.Logf("%d objects decoded from deploy/*.yaml, %d image targets, %d settings", len(objects), len(targets), len(readSettings(t, settingsFile)))
 	if len(objects) < 10 {
 		t.Errorf("only %d objects decoded from deploy/: is the loader still finding the manifests?", len(objects))
 	}
 }
 
 var testConfig = Config{
-	Settings: map[string]bool{
-		"MEMEX_EMBEDDING_PORT": true, "MEMEX_RETRIEVAL_EMBEDDING_ADDR": true,
-		"MEMEX_INTERNAL_AUTH": true, "MEMEX_INTERNAL_TLS_DIR": true,
+	Settings: map[string]string{
+		"MEMEX_EMBEDDING_PORT": "embedding", "MEMEX_EMBEDDING_MODEL": "embedding",
+		"MEMEX_RETRIEVAL_EMBEDDING_ADDR": "retrieval", "MEMEX_RETRIEVAL_PORT": "retrieval",
+		"MEMEX_INTERNAL_AUTH": "shared", "MEMEX_INTERNAL_TLS_DIR": "shared",
 	},
 	OperatorSecrets: map[string]bool{"memex-tls-embedding": true},
-	ImageTargets:    map[string]bool{"embedding": true},
-	ModuleExists:    func(m string) bool { return m == "memex.embedding" || m == "memex.shared.health" },
+	ImageTargets:    map[string]bool{"embedding": true, "retrieval": true},
+	ModuleExists: func(m string) bool {
+		return m == "memex.embedding" || m == "memex.retrieval" || m == "memex.shared.health"
+	},
 }
 
 func checkFile(path string) []error {

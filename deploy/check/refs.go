@@ -16,8 +16,9 @@ import (
 
 // Config is what the cross-reference checks compare the manifests with.
 type Config struct {
-	// Settings is every MEMEX_* variable some memex settings class accepts.
-	Settings map[string]bool
+	// Settings maps every MEMEX_* variable a memex settings class accepts to the package that
+	// reads it (embedding, retrieval, …, or shared for the ones every service reads).
+	Settings map[string]string
 	// OperatorSecrets are Secrets the operator creates by hand (never committed), by name.
 	OperatorSecrets map[string]bool
 	// ImageTargets are the memex image names the Dockerfile builds (memex/<target>).
@@ -125,7 +126,7 @@ func CheckReferences(objects []Object, cfg Config) []error {
 				}
 			}
 			for _, e := range c.Env {
-				checkEnv(p.owner, c.Name, e, ix, cfg, secretOK, fail)
+				checkEnv(p.owner, c.Name, stageOf(c), e, ix, cfg, secretOK, fail)
 			}
 			for _, from := range c.EnvFrom {
 				if from.SecretRef != nil && !secretOK(from.SecretRef.Name) {
@@ -147,7 +148,7 @@ func CheckReferences(objects []Object, cfg Config) []error {
 		case *corev1.ConfigMap:
 			// A ConfigMap of settings reaches a process through envFrom: its keys are env vars.
 			for key := range obj.Data {
-				if strings.HasPrefix(key, "MEMEX_") && !cfg.Settings[key] {
+				if _, ok := cfg.Settings[key]; strings.HasPrefix(key, "MEMEX_") && !ok {
 					fail(o, "key %s is not a setting of any memex service", key)
 				}
 			}
@@ -202,10 +203,28 @@ var (
 	httpAddr = regexp.MustCompile(`https?://([a-z0-9-]+)((?:\.[a-z0-9-]+)*):(\d+)`)
 )
 
-func checkEnv(owner Object, container string, e corev1.EnvVar, ix index, cfg Config,
+// stageOf is the memex package a container runs (`python -m memex.embedding` → embedding), or "".
+func stageOf(c corev1.Container) string {
+	args := append(append([]string{}, c.Command...), c.Args...)
+	for i := 0; i+1 < len(args); i++ {
+		if rest, ok := strings.CutPrefix(args[i+1], "memex."); ok && args[i] == "-m" {
+			stage, _, _ := strings.Cut(rest, ".")
+			return stage
+		}
+	}
+	return ""
+}
+
+func checkEnv(owner Object, container, stage string, e corev1.EnvVar, ix index, cfg Config,
 	secretOK func(string) bool, fail func(Object, string, ...any)) {
-	if strings.HasPrefix(e.Name, "MEMEX_") && !cfg.Settings[e.Name] {
-		fail(owner, "container %q: env %s is not a setting of any memex service", container, e.Name)
+	if strings.HasPrefix(e.Name, "MEMEX_") {
+		reader, ok := cfg.Settings[e.Name]
+		switch {
+		case !ok:
+			fail(owner, "container %q: env %s is not a setting of any memex service", container, e.Name)
+		case stage != "" && reader != "shared" && reader != stage:
+			fail(owner, "container %q runs memex.%s, but env %s is a setting of memex.%s", container, stage, e.Name, reader)
+		}
 	}
 	if e.ValueFrom != nil {
 		if r := e.ValueFrom.SecretKeyRef; r != nil && !secretOK(r.Name) {
