@@ -150,10 +150,15 @@ ghz: $(GHZ_BIN) ## Build ghz (gRPC load) from source with Go (once; cached by ve
 GO_ENV := GOMODCACHE=$(GOCACHES)/mod GOCACHE=$(GOCACHES)/build GOFLAGS=-modcacherw GOTOOLCHAIN=local
 SETTINGS_ENV := $(CACHE)/deploy/settings-env.txt
 
+# Weaviate's env vars are checked against its source (the module `make weaviate` builds from).
+WEAVIATE_SOURCE := $(GOCACHES)/mod/github.com/weaviate/weaviate@$(WEAVIATE_VERSION)
+
 deploy-check: install ## Decode every manifest in deploy/ strictly against the Kubernetes API types and check their references
 	mkdir -p $(dir $(SETTINGS_ENV))
 	$(PY) scripts/settings_env.py --out $(SETTINGS_ENV)
-	cd deploy/check && $(GO_ENV) MEMEX_SETTINGS_ENV=$(SETTINGS_ENV) nice $(GO) test -count=1 ./...
+	test -d $(WEAVIATE_SOURCE) || $(GO_ENV) $(GO) mod download github.com/weaviate/weaviate@$(WEAVIATE_VERSION)
+	cd deploy/check && $(GO_ENV) MEMEX_SETTINGS_ENV=$(SETTINGS_ENV) WEAVIATE_SOURCE=$(WEAVIATE_SOURCE) \
+	  WEAVIATE_VERSION=$(WEAVIATE_VERSION) nice $(GO) test -count=1 ./...
 
 # `make images` builds service images without a container engine (none runs here): a debootstrap
 # rootfs, the service installed from uv.lock in a chroot, packed by crane (go-containerregistry,

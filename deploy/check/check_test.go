@@ -57,6 +57,17 @@ func TestManifests(t *testing.T) {
 		t.Fatal("MEMEX_SETTINGS_ENV is unset: run `make deploy-check`, which writes the list of " +
 			"settings from scripts/settings_env.py and passes it here")
 	}
+	weaviateSource, weaviateVersion := os.Getenv("WEAVIATE_SOURCE"), os.Getenv("WEAVIATE_VERSION")
+	if weaviateSource == "" || weaviateVersion == "" {
+		t.Fatal("WEAVIATE_SOURCE and WEAVIATE_VERSION are unset: run `make deploy-check`")
+	}
+	weaviateEnv, err := WeaviateEnv(weaviateSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(weaviateEnv) < 100 {
+		t.Fatalf("only %d names in Weaviate's configuration code at %s", len(weaviateEnv), weaviateSource)
+	}
 	moduleExists := ModuleFinder(repo)
 	targets := map[string]bool{}
 	dockerfiles, _ := filepath.Glob(filepath.Join(repo, "deploy/docker/Dockerfile*"))
@@ -87,6 +98,8 @@ func TestManifests(t *testing.T) {
 		OperatorSecrets: readList(t, filepath.Join(repo, "deploy/secrets.txt")),
 		ImageTargets:    targets,
 		ModuleExists:    moduleExists,
+		WeaviateEnv:     weaviateEnv,
+		WeaviateVersion: strings.TrimPrefix(weaviateVersion, "v"),
 	})...)
 	for _, err := range errs {
 		t.Error(err)
@@ -108,6 +121,8 @@ var testConfig = Config{
 	ModuleExists: func(m string) bool {
 		return m == "memex.embedding" || m == "memex.retrieval" || m == "memex.shared.health"
 	},
+	WeaviateEnv:     map[string]bool{"CLUSTER_HOSTNAME": true, "RAFT_JOIN": true},
+	WeaviateVersion: "1.39.0",
 }
 
 func checkFile(path string) []error {

@@ -25,6 +25,10 @@ type Config struct {
 	ImageTargets map[string]bool
 	// ModuleExists says whether `python -m MODULE` has a module in the repository.
 	ModuleExists func(module string) bool
+	// WeaviateEnv is what Weaviate's configuration code names (WeaviateEnv), and WeaviateVersion
+	// the version memex builds and tests (Makefile WEAVIATE_VERSION, without the v).
+	WeaviateEnv     map[string]bool
+	WeaviateVersion string
 }
 
 type pod struct {
@@ -138,6 +142,7 @@ func CheckReferences(objects []Object, cfg Config) []error {
 			}
 			checkImage(p.owner, c, cfg, fail)
 			checkInternalAuth(p.owner, c, ix, fail)
+			checkWeaviate(p.owner, c, cfg, fail)
 		}
 		checkScrape(p, fail)
 	}
@@ -396,6 +401,24 @@ func checkInternalAuth(owner Object, c corev1.Container, ix index, fail func(Obj
 	for _, p := range probes {
 		if name, probe := p.name, p.probe; probe != nil && probe.GRPC != nil {
 			fail(owner, "container %q: the %s probe is a plaintext grpc probe, which cannot connect under MEMEX_INTERNAL_AUTH=mtls (use exec: python -m memex.shared.health)", c.Name, name)
+		}
+	}
+}
+
+// checkWeaviate: a Weaviate container runs the version memex tests against, and every variable
+// it sets is one Weaviate's configuration code names (a misspelt CLUSTER_* or RAFT_* would be
+// ignored silently, and the nodes would never form a cluster).
+func checkWeaviate(owner Object, c corev1.Container, cfg Config, fail func(Object, string, ...any)) {
+	repo, tag, _ := strings.Cut(c.Image, ":")
+	if !strings.HasSuffix(repo, "semitechnologies/weaviate") {
+		return
+	}
+	if cfg.WeaviateVersion != "" && tag != cfg.WeaviateVersion {
+		fail(owner, "container %q: image %q, but memex builds and tests Weaviate %s", c.Name, c.Image, cfg.WeaviateVersion)
+	}
+	for _, e := range c.Env {
+		if !cfg.WeaviateEnv[e.Name] {
+			fail(owner, "container %q: env %s is not named in Weaviate's configuration code", c.Name, e.Name)
 		}
 	}
 }
