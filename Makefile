@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate ghz browser prometheus observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
+.PHONY: help install models weaviate ghz browser prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -199,6 +199,13 @@ $(PROMETHEUS):
 	$(SUDO) apt-get install -y --no-install-recommends prometheus || \
 	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends prometheus; }
 
+# PostgreSQL's server binaries (the orchestrator's state on PostgreSQL, its tests' private
+# clusters, `memex up --state postgres`) from Debian too, only where initdb is missing.
+postgres: ## Install Debian's PostgreSQL server binaries (once; skipped when initdb is found)
+	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; else \
+	  $(SUDO) apt-get install -y --no-install-recommends postgresql || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends postgresql; }; fi
+
 prometheus: $(PROMETHEUS) ## Install Debian's Prometheus and promtool for `make observe` and the rule tests (once)
 
 protos: install ## Regenerate the gRPC stubs after editing protos/
@@ -222,7 +229,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate ghz browser prometheus lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate ghz browser prometheus postgres lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only

@@ -175,7 +175,7 @@ async def test_forget_note_purges_telemetry_and_the_llm_log_and_says_so(
     assert receipt.checks[-1].found_before == 4  # 1 turn + 2 retrieval rows + 1 call
     assert list(receipt.conversations_citing) == [ids["conversation"]]
     assert receipt.scrubbed  # the fake retrieval scrubbed, and so did the orchestrator's WAL
-    state = context.store.path
+    state = context.settings.state_path
     for file in (state, state.with_name(state.name + "-wal")):
         if file.exists():
             assert b"Write to [EMAIL] for the jars" not in file.read_bytes(), file

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore, _migrations
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
+from .conftest import older_database
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator, serving
 
 
@@ -23,8 +22,8 @@ def cite(ref: str, item_id: str) -> Citation:
     return Citation(ref=ref, item_id=item_id, episode_id="e", quote="", support="verbatim")
 
 
-def test_an_ask_keeps_its_answer_and_cited_refs_newest_first(tmp_path: Path) -> None:
-    store = OrchestratorStore(tmp_path / "state.db")
+def test_an_ask_keeps_its_answer_and_cited_refs_newest_first(state: Path | str) -> None:
+    store = OrchestratorStore(state)
     store.record_telemetry(tenant="me", kind="ask", query="first?", latency_ms=5, persona="coach")
     store.record_telemetry(tenant="me", kind="search", query="a search", latency_ms=1)
     store.record_telemetry(tenant="me", kind="chat", query="a chat", latency_ms=1, answer="hi")
@@ -84,23 +83,22 @@ async def test_the_recorder_derives_the_refs_from_the_citations(tmp_path: Path) 
     o.store.close()
 
 
-def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    older = [(n, body) for n, body in _migrations() if n < 3]
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        for number, body in older:
-            db.executescript(body)
-            db.execute(f"PRAGMA user_version = {number}")
+def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(
+    state: Path | str,
+) -> None:
+    before = older_database(state, below=3)
+    with before.transaction() as db:
         db.execute(
             "INSERT INTO telemetry_turns (id, tenant, kind, query, persona, abstained, latency_ms, "
-            "created_at) VALUES ('t1', 'me', 'ask', 'old?', 'friend', 1, 9.0, '2026-01-01')"
+            "created_at) VALUES ('t1', 'me', 'ask', ?, 'friend', 1, 9.0, '2026-01-01')",
+            ("old?",),
         )
-        db.commit()
-    store = OrchestratorStore(path)
+    before.close()
+    store = OrchestratorStore(state)
     [old] = store.list_logged_asks("me")
     assert (old.turn_id, old.question, old.persona, old.abstained) == ("t1", "old?", "friend", True)
     assert (old.answer, old.cited_refs) == ("", [])
-    assert store.query("PRAGMA user_version")[0][0] == _migrations()[-1][0] >= 3
+    assert store.schema_version() == _migrations()[-1][0] >= 3
     store.close()
 
 

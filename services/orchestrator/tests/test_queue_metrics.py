@@ -15,14 +15,14 @@ COUNT = "memex_orchestrator_pending_turns"
 AGE = "memex_orchestrator_oldest_pending_turn_age_seconds"
 
 
-def test_pending_turns_counts_unclaimed_user_turns(tmp_path: Path) -> None:
-    store = OrchestratorStore(tmp_path / "state.db")
+def test_pending_turns_counts_unclaimed_user_turns(state: Path | str) -> None:
+    store = OrchestratorStore(state)
     assert store.pending_turns() == PendingTurns(0, 0.0)
     first = store.create_turn("me", "", "first question", "t")
     store.create_turn("me", first.thread_id, "second question", "t")
     # The first turn was asked a minute ago: the oldest waiting decides the age.
     asked = (datetime.now(UTC) - timedelta(minutes=1)).isoformat().replace("+00:00", "Z")
-    store._db.execute("UPDATE turns SET created_at = ? WHERE id = ?", (asked, first.id))
+    store.query("UPDATE turns SET created_at = ? WHERE id = ?", asked, first.id)
     pending = store.pending_turns()
     assert pending.count == 2
     assert 59 < pending.oldest_age_seconds < 120
@@ -33,8 +33,8 @@ def test_pending_turns_counts_unclaimed_user_turns(tmp_path: Path) -> None:
     store.close()
 
 
-def test_the_gauges_follow_the_queue_at_each_scrape(tmp_path: Path) -> None:
-    store = OrchestratorStore(tmp_path / "state.db")
+def test_the_gauges_follow_the_queue_at_each_scrape(state: Path | str) -> None:
+    store = OrchestratorStore(state)
     registry = CollectorRegistry()
     with queue_metrics(store.pending_turns, registry):
         assert registry.get_sample_value(COUNT) == 0

@@ -1,10 +1,10 @@
-"""The orchestrator's SQLite state: conversations (B11), queued turns (B13), telemetry (B12)."""
+"""The orchestrator's state: conversations (B11), queued turns (B13), telemetry (B12). The
+contract suite of both backends: every test here runs on SQLite and on PostgreSQL (``state``)."""
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,16 +13,20 @@ from memex.orchestrator.items import Citation
 from memex.orchestrator.store import OrchestratorStore, _migrations
 from memex.shared.errors import FailedPrecondition, NotFound
 
+from .conftest import older_database
+
 CITATION = Citation(ref="[[Note]]", item_id="c1", episode_id="e1", quote="q", support="verbatim")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> OrchestratorStore:
-    return OrchestratorStore(tmp_path / "state.db")
+def store(state: Path | str) -> Iterator[OrchestratorStore]:
+    store = OrchestratorStore(state)
+    yield store
+    store.close()
 
 
-def test_conversations_survive_a_restart_and_forget_removes_everything(tmp_path: Path) -> None:
-    store = OrchestratorStore(tmp_path / "state.db")
+def test_conversations_survive_a_restart_and_forget_removes_everything(state: Path | str) -> None:
+    store = OrchestratorStore(state)
     conversation = store.create_conversation("me", "The deposit", "friend")
     store.add_message("me", conversation, "user", "what about the deposit?")
     store.add_message("me", conversation, "assistant", "It was £800.", [CITATION], "smollm2", 812.5)
@@ -36,7 +40,7 @@ def test_conversations_survive_a_restart_and_forget_removes_everything(tmp_path:
     )
     store.close()
 
-    reopened = OrchestratorStore(tmp_path / "state.db")
+    reopened = OrchestratorStore(state)
     [listed] = reopened.list_conversations("me")
     assert (listed.title, listed.persona, listed.message_count) == ("The deposit", "friend", 2)
     _, messages = reopened.get_conversation("me", conversation)
@@ -51,6 +55,7 @@ def test_conversations_survive_a_restart_and_forget_removes_everything(tmp_path:
     assert reopened.query("SELECT COUNT(*) FROM telemetry_retrievals")[0][0] == 0
     with pytest.raises(NotFound):
         reopened.get_conversation("me", conversation)
+    reopened.close()
 
 
 def test_tenants_are_kept_apart(store: OrchestratorStore) -> None:
@@ -83,17 +88,17 @@ def test_turns_are_claimed_oldest_first_and_answered_exactly_once(store: Orchest
     assert [t.text for t in store.prior_turns(next_claim)] == ["first?", "answer one"]
 
 
-def test_two_workers_never_claim_the_same_turn(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    setup = OrchestratorStore(path)
+def test_two_workers_never_claim_the_same_turn(state: Path | str) -> None:
+    setup = OrchestratorStore(state)
     for i in range(40):
         setup.create_turn("me", "", f"question {i}", f"q{i}")
     claims: dict[str, list[str]] = {"a": [], "b": []}
 
     def work(name: str) -> None:
-        store = OrchestratorStore(path)  # its own connection, as a separate worker process would
+        store = OrchestratorStore(state)  # its own connection(s), as a worker process would
         while (turn := store.claim_next(name, 60)) is not None:
             claims[name].append(turn.id)
+        store.close()
 
     workers = [threading.Thread(target=work, args=(n,)) for n in claims]
     for worker in workers:
@@ -102,6 +107,7 @@ def test_two_workers_never_claim_the_same_turn(tmp_path: Path) -> None:
         worker.join()
     assert len(claims["a"]) + len(claims["b"]) == 40
     assert not set(claims["a"]) & set(claims["b"])
+    setup.close()
 
 
 def test_a_dead_workers_turn_goes_back_to_pending_and_its_late_answer_is_refused(
@@ -129,30 +135,30 @@ def test_failures_are_recorded_truncated(store: OrchestratorStore) -> None:
     assert failed.state == "error" and len(failed.error) == 500 and failed.error.startswith("boom")
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    OrchestratorStore(path).close()
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 99")
+def test_a_newer_schema_is_refused(state: Path | str) -> None:
+    store = OrchestratorStore(state)
+    if store.dialect == "sqlite":
+        store.query("PRAGMA user_version = 99")
+    else:
+        store.query("INSERT INTO memex_schema (version) VALUES (99)")
+    store.close()
     with pytest.raises(FailedPrecondition, match="newer than this memex"):
-        OrchestratorStore(path)
+        OrchestratorStore(state)
 
 
-def test_an_older_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    [(first, schema_v1), *_] = _migrations()
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        db.executescript(schema_v1)
-        db.execute(f"PRAGMA user_version = {first}")
+def test_an_older_database_is_migrated_and_keeps_its_rows(state: Path | str) -> None:
+    before = older_database(state, below=2)
+    with before.transaction() as db:
         db.execute(
             "INSERT INTO telemetry_turns (id, tenant, kind, query, latency_ms, created_at) "
             "VALUES ('t1', 'me', 'search', 'q', 1.0, '2026-01-01')"
         )
-        db.commit()
-    store = OrchestratorStore(path)
+    assert before.version() == 1
+    before.close()
+    store = OrchestratorStore(state)
     [row] = store.query("SELECT id, dropped_steps FROM telemetry_turns")
     assert (row["id"], row["dropped_steps"]) == ("t1", "[]")
-    assert store.query("PRAGMA user_version")[0][0] == _migrations()[-1][0]
+    assert store.schema_version() == _migrations()[-1][0] == _migrations("postgres")[-1][0]
     store.close()
 
 
@@ -164,23 +170,20 @@ def test_unknown_threads_are_not_found(store: OrchestratorStore) -> None:
 
 
 def test_a_database_from_before_migration_4_is_migrated_and_its_turns_withhold(
-    tmp_path: Path,
+    state: Path | str,
 ) -> None:
     """Turns queued before include_sensitive was stored read False: the safe reading."""
-    path = tmp_path / "state.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        for number, body in _migrations():
-            if number < 4:
-                db.executescript(body)
-                db.execute(f"PRAGMA user_version = {number}")
+    before = older_database(state, below=4)
+    with before.transaction() as db:
         db.execute("INSERT INTO threads VALUES ('h1', 'me', 'old', '2026-01-01')")
         db.execute(
             "INSERT INTO turns (id, thread_id, role, text, state, seq, created_at) "
-            "VALUES ('t1', 'h1', 'user', 'old?', 'pending', 1, '2026-01-01')"
+            "VALUES ('t1', 'h1', 'user', ?, 'pending', 1, '2026-01-01')",
+            ("old?",),  # a parameter: the stores' SQL keeps ? out of its literals
         )
-        db.commit()
-    store = OrchestratorStore(path)
-    assert store.query("PRAGMA user_version")[0][0] == _migrations()[-1][0] >= 4
+    before.close()
+    store = OrchestratorStore(state)
+    assert store.schema_version() == _migrations()[-1][0] >= 4
     old = store.get_turn("me", "t1")
     assert (old.text, old.include_sensitive) == ("old?", False)
     assert store.create_turn("me", "h1", "new?", "", include_sensitive=True).include_sensitive

@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import socket
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
+from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir, give_to_owner
 from memex.shared.server import GrpcService, RunningServer
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -43,10 +46,36 @@ def require(path: Path, why: str) -> Path:
     prepared) and is skipped elsewhere, with ``why`` saying how to prepare it."""
     if path.exists():
         return path
-    message = f"{path} is missing: {why}"
+    _missing(f"{path} is missing: {why}")
+
+
+def _missing(message: str) -> NoReturn:
+    """Fails under CI (where everything must be prepared), skips elsewhere."""
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[Cluster]:
+    """A throwaway PostgreSQL cluster: ``initdb`` in a fresh temp dir, served on 127.0.0.1 at a
+    free port with its socket in that dir, the memex database created; stopped and removed when
+    the block ends. Skipped (failed under CI) when PostgreSQL's binaries are missing. The dir is
+    made under the system temp dir, not pytest's (mode 0700 under root), so that the unprivileged
+    account the cluster runs as when root starts it can reach it."""
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        _missing(f"PostgreSQL's initdb, pg_ctl and postgres were not found: {INSTALL_HINT}")
+    root = Path(tempfile.mkdtemp(prefix="memex-pg-"))
+    give_to_owner(root)
+    cluster = Cluster(root, free_port(), bin_dir)
+    try:
+        cluster.init()
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def shared_data(relative: str) -> Path:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
+
+from pydantic import ValidationError
 
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.server import build
+from memex.shared.errors import MemexError
 from memex.shared.logs import configure_logging
+from memex.shared.settings import describe_invalid
+
+log = logging.getLogger("memex.orchestrator")
 
 
 async def _serve(settings: OrchestratorSettings) -> None:
@@ -15,9 +23,22 @@ async def _serve(settings: OrchestratorSettings) -> None:
 
 def main() -> None:
     """Parses settings once, configures logging, and serves until SIGTERM."""
-    settings = OrchestratorSettings()
+    settings = load_settings()
     configure_logging(settings.log_level)
-    asyncio.run(_serve(settings))
+    try:
+        asyncio.run(_serve(settings))
+    except MemexError as exc:  # e.g. its PostgreSQL cannot be reached: one line, no traceback
+        log.error("orchestrator cannot run: %s", exc.message)
+        raise SystemExit(1) from None
+
+
+def load_settings() -> OrchestratorSettings:
+    """The settings, or exit 2 with one line per invalid one."""
+    try:
+        return OrchestratorSettings()
+    except ValidationError as exc:
+        print(describe_invalid(exc, OrchestratorSettings), file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from memex.shared.settings import ServiceSettings, default_data_dir
@@ -22,7 +23,16 @@ class OrchestratorSettings(ServiceSettings):
     reasoner_addr: str = Field("127.0.0.1:50053", description="Address of the reasoner service.")
     data_dir: Path = Field(
         default_factory=lambda: default_data_dir() / "orchestrator",
-        description="Holds state.db (conversations, turns, telemetry, LLM log).",
+        description="Holds state.db (conversations, turns, telemetry, LLM log) on SQLite.",
+    )
+    state_url: SecretStr | None = Field(
+        None,
+        description="A PostgreSQL URL (postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE) for the "
+        "state, shared by several orchestrators and chat workers on any machines; unset keeps "
+        "it in SQLite at data_dir/state.db (one machine).",
+    )
+    state_pool_size: int = Field(
+        8, ge=1, le=100, description="PostgreSQL connections each process may hold at once."
     )
     personas_dir: Path = Field(
         default_factory=lambda: default_data_dir() / "personas",
@@ -102,7 +112,31 @@ class OrchestratorSettings(ServiceSettings):
         "(RESOURCE_EXHAUSTED, HTTP 429) rather than left to wait behind them.",
     )
 
+    @field_validator("state_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The message never repeats the value: it may hold a password.
+        if value is None or not value.get_secret_value().strip():
+            return None
+        url = value.get_secret_value().strip()
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (parsing it is the check: a bad port raises)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
+            raise ValueError(
+                "must be a PostgreSQL URL, postgresql://USER[:PASSWORD]@HOST:PORT/DATABASE "
+                "(or unset, for SQLite in the data dir)"
+            )
+        return SecretStr(url)
+
     @property
     def state_path(self) -> Path:
-        """The SQLite database."""
+        """The SQLite database (used when ``state_url`` is unset)."""
         return self.data_dir / "state.db"
+
+    @property
+    def state_location(self) -> Path | str:
+        """Where the store lives: the PostgreSQL URL if set, else the SQLite file."""
+        return self.state_url.get_secret_value() if self.state_url else self.state_path

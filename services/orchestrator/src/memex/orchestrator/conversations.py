@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memex.orchestrator.db import Database, new_id, now_iso
+from memex.orchestrator.db import Connection, Database, Row, new_id, now_iso
 from memex.orchestrator.items import Citation
 from memex.shared.errors import NotFound
 
@@ -51,9 +50,7 @@ class ConversationStore(Database):
             )
         return conversation_id
 
-    def _conversation_row(
-        self, db: sqlite3.Connection, tenant: str, conversation_id: str
-    ) -> sqlite3.Row:
+    def _conversation_row(self, db: Connection, tenant: str, conversation_id: str) -> Row:
         row = db.execute(
             "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n "
             "FROM conversations c WHERE c.id = ? AND c.tenant = ?",
@@ -61,7 +58,7 @@ class ConversationStore(Database):
         ).fetchone()
         if row is None:
             raise NotFound(f"no conversation {conversation_id!r}")
-        found: sqlite3.Row = row
+        found: Row = row
         return found
 
     def add_message(
@@ -102,8 +99,8 @@ class ConversationStore(Database):
 
     def list_conversations(self, tenant: str, limit: int = 50) -> list[Conversation]:
         """The tenant's conversations, most recently active first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT c.*, (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS n "
                 "FROM conversations c WHERE tenant = ? ORDER BY updated_at DESC LIMIT ?",
                 (tenant, limit),
@@ -114,9 +111,9 @@ class ConversationStore(Database):
         self, tenant: str, conversation_id: str
     ) -> tuple[Conversation, list[Message]]:
         """A conversation with all its messages, oldest first; NotFound if unknown."""
-        with self._lock:
-            row = self._conversation_row(self._db, tenant, conversation_id)
-            messages = self._db.execute(
+        with self._read() as db:
+            row = self._conversation_row(db, tenant, conversation_id)
+            messages = db.execute(
                 "SELECT * FROM messages WHERE conversation_id = ? ORDER BY created_at, rowid",
                 (conversation_id,),
             ).fetchall()
@@ -134,13 +131,13 @@ class ConversationStore(Database):
             db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
 
-def _conversation(row: sqlite3.Row) -> Conversation:
+def _conversation(row: Row) -> Conversation:
     return Conversation(
         row["id"], row["title"], row["persona"], row["created_at"], row["updated_at"], row["n"]
     )
 
 
-def _message(row: sqlite3.Row) -> Message:
+def _message(row: Row) -> Message:
     return Message(
         row["id"],
         row["role"],

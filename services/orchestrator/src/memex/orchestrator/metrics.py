@@ -17,6 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from memex.orchestrator.turn_queue import PendingTurns
+from memex.shared.errors import MemexError
 from memex.shared.metrics import LATENCY_BUCKETS
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ class TurnQueueCollector(Collector):
         and the gap shows on a dashboard)."""
         try:
             pending = self._pending()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, MemexError) as exc:  # MemexError: PostgreSQL unreachable
             log.warning("cannot read the turn queue for metrics: %s", exc)
             return
         count, age = self._families()

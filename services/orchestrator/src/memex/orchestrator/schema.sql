@@ -1,5 +1,8 @@
--- The orchestrator's state, one SQLite database (WAL). Migrations are applied in order by
--- db.py; each block below `-- migration N` runs once, in a transaction, and bumps user_version.
+-- The orchestrator's state, one SQLite database (WAL) or one PostgreSQL database. Migrations are
+-- applied in order by db.py; each block below `-- migration N` runs once, in a transaction, and
+-- bumps the version (SQLite's user_version; the memex_schema table on PostgreSQL). A block is SQL
+-- both engines run, unless a `-- migration N postgres` block follows it: PostgreSQL runs that
+-- one in its place. Keep the two equal in meaning; the contract suite runs on both.
 
 -- migration 1
 CREATE TABLE conversations (
@@ -91,6 +94,99 @@ CREATE TABLE llm_log (
   outcome            TEXT NOT NULL DEFAULT 'started',
   created_at         TEXT NOT NULL
 );
+
+-- migration 1 postgres
+-- Migration 1 as PostgreSQL spells it: REAL is 4 bytes there (a lease time in epoch seconds
+-- would lose minutes), so DOUBLE PRECISION; and the tables read in insertion order get the
+-- rowid that SQLite gives every table, as an identity column, so the stores' SQL is the same.
+CREATE TABLE conversations (
+  id          TEXT PRIMARY KEY,
+  tenant      TEXT NOT NULL,
+  title       TEXT NOT NULL,
+  persona     TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL
+);
+CREATE INDEX conversations_by_tenant ON conversations (tenant, updated_at DESC);
+
+CREATE TABLE messages (
+  id               TEXT PRIMARY KEY,
+  conversation_id  TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+  role             TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  text             TEXT NOT NULL,
+  citations        TEXT NOT NULL DEFAULT '[]',  -- JSON array of validated citations
+  model            TEXT NOT NULL DEFAULT '',
+  latency_ms       DOUBLE PRECISION NOT NULL DEFAULT 0,
+  created_at       TEXT NOT NULL,
+  rowid            BIGINT GENERATED ALWAYS AS IDENTITY
+);
+CREATE INDEX messages_by_conversation ON messages (conversation_id, created_at);
+
+CREATE TABLE threads (
+  id          TEXT PRIMARY KEY,
+  tenant      TEXT NOT NULL,
+  title       TEXT NOT NULL,
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX threads_by_tenant ON threads (tenant, created_at DESC);
+
+CREATE TABLE turns (
+  id           TEXT PRIMARY KEY,
+  thread_id    TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+  role         TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  text         TEXT NOT NULL,
+  citations    TEXT NOT NULL DEFAULT '[]',
+  state        TEXT NOT NULL CHECK (state IN ('pending', 'thinking', 'answered', 'error')),
+  error        TEXT NOT NULL DEFAULT '',
+  claimed_by   TEXT NOT NULL DEFAULT '',
+  lease_until  DOUBLE PRECISION NOT NULL DEFAULT 0,
+  reply_to     TEXT REFERENCES turns (id) ON DELETE CASCADE,
+  seq          INTEGER NOT NULL,
+  created_at   TEXT NOT NULL
+);
+CREATE INDEX turns_by_thread ON turns (thread_id, seq);
+CREATE INDEX turns_pending ON turns (state, seq) WHERE role = 'user';
+
+CREATE TABLE telemetry_turns (
+  id               TEXT PRIMARY KEY,
+  tenant           TEXT NOT NULL,
+  kind             TEXT NOT NULL CHECK (kind IN ('search', 'ask', 'chat')),
+  query            TEXT NOT NULL,
+  model            TEXT NOT NULL DEFAULT '',
+  persona          TEXT NOT NULL DEFAULT '',
+  prompt_version   TEXT NOT NULL DEFAULT '',
+  grounding_score  DOUBLE PRECISION,
+  abstained        INTEGER NOT NULL DEFAULT 0,
+  latency_ms       DOUBLE PRECISION NOT NULL,
+  conversation_id  TEXT REFERENCES conversations (id) ON DELETE CASCADE,
+  created_at       TEXT NOT NULL,
+  rowid            BIGINT GENERATED ALWAYS AS IDENTITY
+);
+CREATE TABLE telemetry_retrievals (
+  turn_id         TEXT NOT NULL REFERENCES telemetry_turns (id) ON DELETE CASCADE,
+  item_id         TEXT NOT NULL,
+  final_rank      INTEGER NOT NULL,
+  fused_score     DOUBLE PRECISION NOT NULL,
+  channel_scores  TEXT NOT NULL,  -- JSON object: channel -> score
+  cited           INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (turn_id, item_id)
+);
+
+CREATE TABLE llm_log (
+  id                 TEXT PRIMARY KEY,
+  request_id         TEXT NOT NULL,
+  purpose            TEXT NOT NULL,
+  model              TEXT NOT NULL,
+  persona            TEXT NOT NULL,
+  prompt             TEXT NOT NULL,
+  response           TEXT NOT NULL DEFAULT '',
+  prompt_tokens      INTEGER NOT NULL DEFAULT 0,
+  completion_tokens  INTEGER NOT NULL DEFAULT 0,
+  latency_ms         DOUBLE PRECISION NOT NULL DEFAULT 0,
+  outcome            TEXT NOT NULL DEFAULT 'started',
+  created_at         TEXT NOT NULL
+);
+
 
 -- migration 2
 -- SPEC B1: the plan steps an ask dropped as invalid are reported in its telemetry (JSON array).

@@ -169,7 +169,7 @@ async def open_orchestrator(
     settings: OrchestratorSettings, wait_seconds: float = 120.0
 ) -> AsyncIterator[Orchestrator]:
     """Opens the store and the channels to retrieval and reasoner, and always closes them."""
-    store = OrchestratorStore(settings.state_path)
+    store = OrchestratorStore(settings.state_location, pool_size=settings.state_pool_size)
     memory = GrpcMemory(settings.retrieval_addr)
     reasoner = GrpcReasoner(settings.reasoner_addr)
     try:

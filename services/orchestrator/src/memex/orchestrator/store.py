@@ -1,10 +1,11 @@
-"""The orchestrator's state in SQLite: conversations, queued turns, telemetry and the LLM log.
+"""The orchestrator's state in SQLite or PostgreSQL: conversations, queued turns, telemetry and
+the LLM log.
 
-One database and one connection (``db.py``, with the versioned migrations of ``schema.sql``); each
-concern has its own store class over it: ``conversations.py`` (conversations and messages),
-``turn_queue.py`` (threads, turns and claims), ``telemetry.py`` (telemetry, logged asks, LLM log),
-``traces.py`` (what a forgotten note left). ``OrchestratorStore`` is all of them on one
-connection; code that needs one part takes that part's type. Calls are synchronous and short;
+One database (``db.py``, with the versioned migrations of ``schema.sql``; ``postgres.py`` for
+PostgreSQL); each concern has its own store class over it: ``conversations.py`` (conversations
+and messages), ``turn_queue.py`` (threads, turns and claims), ``telemetry.py`` (telemetry, logged
+asks, LLM log), ``traces.py`` (what a forgotten note left). ``OrchestratorStore`` is all of them
+on one database; code that needs one part takes that part's type. Calls are synchronous and short;
 async callers run them with ``asyncio.to_thread``.
 """
 
@@ -39,4 +40,4 @@ __all__ = [
 
 
 class OrchestratorStore(ConversationStore, TurnQueue, TelemetryStore, NoteTraceStore):
-    """One SQLite database holding everything the orchestrator persists."""
+    """One database (SQLite or PostgreSQL) holding everything the orchestrator persists."""

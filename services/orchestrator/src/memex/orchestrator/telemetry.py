@@ -80,7 +80,7 @@ class TelemetryStore(Database):
                 ),
             )
             db.executemany(
-                "INSERT OR IGNORE INTO telemetry_retrievals VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO telemetry_retrievals VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     (turn_id, item_id, rank, fused, json.dumps(scores), int(cited))
                     for rank, (item_id, fused, scores, cited) in enumerate(retrievals, start=1)
@@ -90,8 +90,8 @@ class TelemetryStore(Database):
 
     def list_logged_asks(self, tenant: str, limit: int = 50) -> list[LoggedAsk]:
         """The tenant's asks from telemetry, newest first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT * FROM telemetry_turns WHERE tenant = ? AND kind = 'ask' "
                 "ORDER BY created_at DESC, rowid DESC LIMIT ?",
                 (tenant, limit),

@@ -7,7 +7,6 @@ threads that cite it are the person's own and are only reported.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -44,11 +43,12 @@ class NoteTraceStore(Database):
         LLM log calls whose prompt or response quotes it, and the conversations and threads
         whose messages cite it. LLM log calls are the tenant's, and those logged before calls
         carried a tenant (whose they were is not known, so they are searched for every tenant)."""
-        ids = json.dumps(sorted(set(chunk_ids)))
-        with self._lock:
+        ids = sorted(set(chunk_ids))
+        in_ids = f"r.item_id IN ({', '.join('?' * len(ids))}) OR " if ids else ""
+        with self._read() as db:
             turns = [
                 r["id"]
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT id, query, answer, cited_refs FROM telemetry_turns WHERE tenant = ?",
                     (tenant,),
                 )
@@ -56,17 +56,16 @@ class NoteTraceStore(Database):
             ]
             retrievals = [
                 (r["turn_id"], r["item_id"])
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT r.turn_id, r.item_id FROM telemetry_retrievals r "
                     "JOIN telemetry_turns t ON t.id = r.turn_id WHERE t.tenant = ? AND "
-                    "(r.item_id IN (SELECT value FROM json_each(?)) "
-                    "OR substr(r.item_id, 1, ?) = ?)",
-                    (tenant, ids, len(episode_id) + 1, f"{episode_id}-"),
+                    f"({in_ids}substr(r.item_id, 1, CAST(? AS INTEGER)) = ?)",
+                    (tenant, *ids, len(episode_id) + 1, f"{episode_id}-"),
                 )
             ]
             calls = [
                 r["id"]
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT id, prompt, response FROM llm_log WHERE tenant IN (?, '') "
                     "AND (prompt != ? OR response != ?)",
                     (tenant, ERASED, ERASED),
@@ -76,7 +75,7 @@ class NoteTraceStore(Database):
             pattern = f'%"episode_id": "{episode_id}"%'
             conversations = [
                 r[0]
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT DISTINCT c.id FROM messages m JOIN conversations c "
                     "ON c.id = m.conversation_id WHERE c.tenant = ? AND m.citations LIKE ?",
                     (tenant, pattern),
@@ -84,7 +83,7 @@ class NoteTraceStore(Database):
             ]
             threads = [
                 r[0]
-                for r in self._db.execute(
+                for r in db.execute(
                     "SELECT DISTINCT h.id FROM turns t JOIN threads h ON h.id = t.thread_id "
                     "WHERE h.tenant = ? AND t.citations LIKE ?",
                     (tenant, pattern),
@@ -110,9 +109,7 @@ class NoteTraceStore(Database):
             )
 
     def scrub(self) -> bool:
-        """After a forget: checkpoints and truncates the WAL, which still holds the pages as they
-        were before the delete. False when another process (a chat worker) held a read open and
-        the WAL could not be reset; the next checkpoint overwrites it."""
-        with self._lock:
-            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        return not busy
+        """After a forget: on SQLite, checkpoints and truncates the WAL, which still holds the
+        pages as they were before the delete; on PostgreSQL, VACUUMs the tables (see the engines'
+        ``scrub``). False when that could not be done now; the next checkpoint overwrites it."""
+        return self._engine.scrub()

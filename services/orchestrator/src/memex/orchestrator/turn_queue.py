@@ -8,14 +8,13 @@ while the claim is still held.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memex.orchestrator.db import Database, new_id, now_iso
+from memex.orchestrator.db import Connection, Database, Row, new_id, now_iso
 from memex.orchestrator.items import Citation
 from memex.shared.errors import NotFound
 
@@ -79,8 +78,7 @@ class TurnQueue(Database):
                 db.execute(
                     "INSERT INTO threads VALUES (?, ?, ?, ?)", (thread_id, tenant, title, stamp)
                 )
-            turn_id = new_id()
-            seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns").fetchone()[0])
+            turn_id, seq = new_id(), self._next_seq(db)
             db.execute(
                 "INSERT INTO turns "
                 "(id, thread_id, role, text, state, seq, created_at, include_sensitive) "
@@ -89,10 +87,17 @@ class TurnQueue(Database):
             )
         return self.get_turn(tenant, turn_id)
 
+    def _next_seq(self, db: Connection) -> int:
+        # Turns are ordered by one counter across threads. Two transactions must not read the
+        # same MAX: SQLite's BEGIN IMMEDIATE already runs them one at a time, PostgreSQL takes a
+        # lock for the rest of the transaction.
+        self._engine.serialize(db, "turns.seq")
+        return int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM turns").fetchone()[0])
+
     def get_turn(self, tenant: str, turn_id: str) -> Turn:
         """One turn; NotFound if unknown to this tenant."""
-        with self._lock:
-            row = self._db.execute(
+        with self._read() as db:
+            row = db.execute(
                 "SELECT t.*, h.tenant FROM turns t JOIN threads h ON h.id = t.thread_id "
                 "WHERE t.id = ? AND h.tenant = ?",
                 (turn_id, tenant),
@@ -103,8 +108,8 @@ class TurnQueue(Database):
 
     def list_threads(self, tenant: str, limit: int = 50) -> list[Thread]:
         """The tenant's threads, newest first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT * FROM threads WHERE tenant = ? ORDER BY created_at DESC LIMIT ?",
                 (tenant, limit),
             ).fetchall()
@@ -112,15 +117,15 @@ class TurnQueue(Database):
 
     def list_turns(self, tenant: str, thread_id: str) -> list[Turn]:
         """Every turn of a thread, oldest first; NotFound for an unknown thread."""
-        with self._lock:
+        with self._read() as db:
             if (
-                self._db.execute(
+                db.execute(
                     "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
                 ).fetchone()
                 is None
             ):
                 raise NotFound(f"no thread {thread_id!r}")
-            rows = self._db.execute(
+            rows = db.execute(
                 "SELECT t.*, ? AS tenant FROM turns t WHERE thread_id = ? ORDER BY seq",
                 (tenant, thread_id),
             ).fetchall()
@@ -128,8 +133,8 @@ class TurnQueue(Database):
 
     def pending_turns(self) -> PendingTurns:
         """How many user turns wait for a worker, and the age of the oldest (0 when none)."""
-        with self._lock:
-            row = self._db.execute(
+        with self._read() as db:
+            row = db.execute(
                 "SELECT COUNT(*), MIN(created_at) FROM turns "
                 "WHERE role = 'user' AND state = 'pending'"
             ).fetchone()
@@ -145,7 +150,8 @@ class TurnQueue(Database):
             row = db.execute(
                 "UPDATE turns SET state = 'thinking', claimed_by = ?, lease_until = ? "
                 "WHERE id = (SELECT id FROM turns WHERE role = 'user' AND state = 'pending' "
-                "            ORDER BY seq LIMIT 1) AND state = 'pending' "
+                f"            ORDER BY seq LIMIT 1 {self._engine.skip_locked}) "
+                "AND state = 'pending' "
                 "RETURNING *, "
                 "(SELECT tenant FROM threads WHERE threads.id = turns.thread_id) AS tenant",
                 (worker_id, time.time() + lease_seconds),
@@ -184,8 +190,8 @@ class TurnQueue(Database):
 
     def prior_turns(self, turn: Turn) -> list[Turn]:
         """The thread's answered questions before ``turn``, each followed by its answer."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT *, '' AS tenant FROM turns WHERE thread_id = ? ORDER BY seq",
                 (turn.thread_id,),
             ).fetchall()
@@ -211,7 +217,7 @@ class TurnQueue(Database):
             )
             if cursor.rowcount != 1:
                 return False
-            seq = int(db.execute("SELECT MAX(seq) + 1 FROM turns").fetchone()[0])
+            seq = self._next_seq(db)
             db.execute(
                 "INSERT INTO turns "
                 "(id, thread_id, role, text, citations, state, reply_to, seq, created_at) "
@@ -267,7 +273,7 @@ class TurnQueue(Database):
         return count, left
 
 
-def _turn(row: sqlite3.Row) -> Turn:
+def _turn(row: Row) -> Turn:
     return Turn(
         row["id"],
         row["thread_id"],

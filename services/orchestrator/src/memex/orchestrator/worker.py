@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 
 import grpc
 
+from memex.orchestrator.__main__ import load_settings
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.metrics import WORKER_TURNS
 from memex.orchestrator.policy import history_text
@@ -213,7 +214,7 @@ async def _main(settings: OrchestratorSettings) -> bool:
 
 def main() -> None:
     """Parses settings once, configures logging, runs until SIGTERM."""
-    settings = OrchestratorSettings()
+    settings = load_settings()
     configure_logging(settings.log_level)
     try:
         failed = asyncio.run(_main(settings))
