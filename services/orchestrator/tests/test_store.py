@@ -8,10 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Citation
-from memex.orchestrator.store import OrchestratorStore, _migrations
-from memex.shared.errors import FailedPrecondition, NotFound
+from memex.orchestrator.store import ERASED, OrchestratorStore, _migrations
+from memex.shared.errors import FailedPrecondition, NotFound, Unavailable
+from memex.shared.settings import describe_invalid
+from memex.shared.testing import free_port
 
 from .conftest import older_database
 
@@ -190,3 +194,52 @@ def test_a_database_from_before_migration_4_is_migrated_and_its_turns_withhold(
     claimed = store.claim_next("w1", 60)
     assert claimed is not None and (claimed.id, claimed.include_sensitive) == ("t1", False)
     store.close()
+
+
+def test_a_notes_traces_are_found_and_purged(store: OrchestratorStore) -> None:
+    cite = Citation(ref="[[Jars]]", item_id="ep1-0", episode_id="ep1", quote="", support="verbatim")
+    turn = store.record_telemetry(
+        tenant="me",
+        kind="ask",
+        query="where are the jars?",
+        latency_ms=1,
+        retrievals=[("ep1-0", 0.1, {}, True), ("other-1", 0.1, {}, False)],
+    )
+    unrelated = store.record_telemetry(
+        tenant="me",
+        kind="search",
+        query="boiler",
+        latency_ms=1,
+        retrievals=[("ep1-3", 0.1, {}, False)],
+    )
+    call = store.log_call_started(
+        request_id="r", purpose="synthesize", model="m", persona="p", prompt="the jars are here"
+    )
+    conversation = store.create_conversation("me", "jars", "friend")
+    store.add_message("me", conversation, "assistant", "In the shed.", [cite])
+    traces = store.note_traces("me", "ep1", ["ep1-0"], lambda text: "jars" in text)
+    assert (traces.turns, traces.calls, traces.conversations) == ([turn], [call], [conversation])
+    assert sorted(traces.retrievals) == sorted([(turn, "ep1-0"), (unrelated, "ep1-3")])
+    store.purge_note_traces(traces)
+    assert store.scrub()
+    after = store.note_traces("me", "ep1", ["ep1-0"], lambda text: "jars" in text)
+    assert (after.turns, after.retrievals, after.calls) == ([], [], [])
+    [row] = store.query("SELECT prompt, response FROM llm_log")
+    assert (row["prompt"], row["response"]) == (ERASED, ERASED)
+    assert after.conversations == [conversation]  # the person's own: reported, never changed
+
+
+def test_a_state_url_that_is_not_postgresql_is_refused_without_repeating_it() -> None:
+    with pytest.raises(ValidationError) as bad:
+        OrchestratorSettings(state_url="mysql://me:hunter2@db:3306/memex")  # type: ignore[arg-type]
+    message = describe_invalid(bad.value, OrchestratorSettings)
+    assert message.startswith("invalid MEMEX_ORCHESTRATOR_STATE_URL: must be a PostgreSQL URL")
+    assert "hunter2" not in message
+    assert OrchestratorSettings(state_url="").state_location.name == "state.db"  # type: ignore[arg-type]
+
+
+def test_an_unreachable_postgresql_is_unavailable_and_named_without_its_password() -> None:
+    port = free_port()
+    with pytest.raises(Unavailable, match=f"127.0.0.1:{port}/memex") as down:
+        OrchestratorStore(f"postgresql://me:hunter2@127.0.0.1:{port}/memex", connect_seconds=1)
+    assert "hunter2" not in down.value.message

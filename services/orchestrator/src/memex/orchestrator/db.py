@@ -194,12 +194,16 @@ class Database:
     """The orchestrator's one database, migrated when opened: SQLite at a path, or PostgreSQL
     at a ``postgresql://`` URL (``postgres.py``)."""
 
-    def __init__(self, location: Path | str, *, pool_size: int = 8) -> None:
+    def __init__(
+        self, location: Path | str, *, pool_size: int = 8, connect_seconds: float = 10.0
+    ) -> None:
         self._engine: Engine
         if isinstance(location, str):
             from memex.orchestrator.postgres import PostgresEngine  # psycopg only when used
 
-            self._engine = PostgresEngine(location, pool_size=pool_size)
+            self._engine = PostgresEngine(
+                location, pool_size=pool_size, connect_seconds=connect_seconds
+            )
         else:
             self._engine = SqliteEngine(location)
         try:

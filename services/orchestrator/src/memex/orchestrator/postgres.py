@@ -94,24 +94,24 @@ class PostgresEngine:
     dialect = "postgres"
     skip_locked = "FOR UPDATE SKIP LOCKED"
 
-    def __init__(self, url: str, *, pool_size: int = 8) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, connect_seconds: float = 10.0) -> None:
         self.where = where(url)
         self._url = url
         self._pool: ConnectionPool[psycopg.Connection[PgRow]] = ConnectionPool(
             url,
             min_size=1,
             max_size=max(pool_size, 1),
-            kwargs={"row_factory": _row_factory, "connect_timeout": int(CONNECT_SECONDS)},
+            kwargs={"row_factory": _row_factory, "connect_timeout": max(int(connect_seconds), 1)},
             open=False,
             name="orchestrator-state",
         )
         try:
-            self._pool.open(wait=True, timeout=CONNECT_SECONDS)
+            self._pool.open(wait=True, timeout=connect_seconds)
         except PoolTimeout:
             self._pool.close()
             raise Unavailable(
                 f"cannot reach the orchestrator's PostgreSQL at {self.where} within "
-                f"{CONNECT_SECONDS:.0f}s: is it running, and does MEMEX_ORCHESTRATOR_STATE_URL "
+                f"{connect_seconds:g}s: is it running, and does MEMEX_ORCHESTRATOR_STATE_URL "
                 "name the right host, port, database and user?"
             ) from None
 
