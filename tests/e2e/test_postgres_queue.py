@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -32,7 +34,7 @@ from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
-from memex.shared.pgcluster import Cluster
+from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir
 from memex.shared.testing import free_ports, private_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -89,10 +91,10 @@ def handled(metrics_port: str, method: str) -> int:
 
 def extra_processes(
     env: dict[str, str], log_dir: Path
-) -> tuple[list[subprocess.Popen[bytes]], str]:
+) -> tuple[list[subprocess.Popen[bytes]], tuple[str, str]]:
     """A second orchestrator and two more workers, with the stack's settings and their own
-    ports and worker ids; returns them and the second orchestrator's address."""
-    settings = StackSettings(_env_file=None, **_stack_fields(env))  # type: ignore[call-arg]
+    ports and worker ids; returns them, and the second orchestrator's address and metrics port."""
+    settings = StackSettings.model_validate(_stack_fields(env))
     services = {s.name: s for s in stack_services(settings)}
     orchestrator_port, orchestrator_metrics, *ports = free_ports(6)
     base = {**env, **services["orchestrator"].env}
@@ -135,9 +137,7 @@ def _stack_fields(env: dict[str, str]) -> dict[str, str]:
     }
 
 
-async def create_turns(
-    stub: orchestrator_pb2_grpc.OrchestratorServiceStub, rounds: range, threads: list[str]
-) -> list[str]:
+async def create_turns(stub: Any, rounds: range, threads: list[str]) -> list[str]:
     """One turn in each thread per round (a new thread in round 0); the ids in order. A call
     refused as UNAVAILABLE is sent again: after the kill the channel may still pick the dead
     orchestrator once, and nothing else is in flight then, so the refused call was never
@@ -296,3 +296,55 @@ async def _wait_serving(address: str) -> None:
                 pass
             await asyncio.sleep(0.5)
     raise AssertionError(f"the second orchestrator at {address} never served")
+
+
+async def test_memex_up_state_postgres_runs_its_own_postgresql_and_keeps_the_turns_there(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """`memex up --state postgres` for a person trying it: the stack runs a local PostgreSQL
+    (created in its data dir, or under /var/lib/memex for root), a queued turn is answered, and
+    the turn is in PostgreSQL, not in a SQLite file."""
+    if find_bin_dir() is None:
+        pytest.skip(f"PostgreSQL's binaries are missing: {INSTALL_HINT}")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    env = private_stack_env(
+        tmp_path / "data",
+        MEMEX_REASONER_ENGINE="stub",
+        MEMEX_REASONER_STUB_SCRIPT=str(script),
+        MEMEX_ORCHESTRATOR_WORKER_POLL_SECONDS="0.2",
+        MEMEX_ORCHESTRATOR_PLAN_HOP="never",
+        MEMEX_START_TIMEOUT_SECONDS="180",
+    )
+    for name in (
+        "MEMEX_REASONER_MODEL",
+        "MEMEX_REASONER_MODEL_PATH",
+        "MEMEX_ORCHESTRATOR_STATE_URL",
+    ):
+        env.pop(name, None)
+    settings = StackSettings.model_validate(_stack_fields(env))
+    try:
+        up = memex(env, "up", "--state", "postgres")
+        assert up.returncode == 0, up.stdout + up.stderr
+        data_dir = Path(env["MEMEX_DATA_DIR"])
+        supervised = json.loads((data_dir / "run" / "stack.json").read_text())["services"]
+        assert "postgres" in supervised  # the supervisor runs it, first
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}") as ch:
+            stub = orchestrator_pb2_grpc.OrchestratorServiceStub(ch)
+            created = await stub.CreateTurn(pb.CreateTurnRequest(text="what did Graham return"))
+            deadline = time.monotonic() + 60
+            state = created.turn.state
+            while state != pb.TURN_STATE_ANSWERED and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+                state = (await stub.GetTurn(pb.GetTurnRequest(turn_id=created.turn.id))).turn.state
+        assert state == pb.TURN_STATE_ANSWERED
+        with psycopg.connect(settings.postgres_url) as db:
+            rows = db.execute(
+                "SELECT role, state FROM turns WHERE thread_id = %s ORDER BY seq",
+                (created.turn.thread_id,),
+            ).fetchall()
+        assert rows == [("user", "answered"), ("assistant", "answered")]
+        assert not (data_dir / "orchestrator" / "state.db").exists()
+    finally:
+        memex(env, "down")
+        shutil.rmtree(settings.postgres_dir, ignore_errors=True)

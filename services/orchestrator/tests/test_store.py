@@ -231,11 +231,12 @@ def test_a_notes_traces_are_found_and_purged(store: OrchestratorStore) -> None:
 
 def test_a_state_url_that_is_not_postgresql_is_refused_without_repeating_it() -> None:
     with pytest.raises(ValidationError) as bad:
-        OrchestratorSettings(state_url="mysql://me:hunter2@db:3306/memex")  # type: ignore[arg-type]
+        OrchestratorSettings(state_url="mysql://me:hunter2@db:3306/memex")
     message = describe_invalid(bad.value, OrchestratorSettings)
     assert message.startswith("invalid MEMEX_ORCHESTRATOR_STATE_URL: must be a PostgreSQL URL")
     assert "hunter2" not in message
-    assert OrchestratorSettings(state_url="").state_location.name == "state.db"  # type: ignore[arg-type]
+    unset = OrchestratorSettings(state_url="")
+    assert unset.state_url is None and unset.state_location == unset.state_path  # SQLite
 
 
 def test_an_unreachable_postgresql_is_unavailable_and_named_without_its_password() -> None:

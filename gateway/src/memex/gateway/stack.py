@@ -6,6 +6,7 @@ One place turns the stack settings (``MEMEX_...``) into each service's own envir
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import grpc
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
 from memex.shared.testing import free_ports
 
@@ -51,6 +53,15 @@ class StackSettings(BaseSettings):
     )
     store: Literal["embedded", "weaviate"] = Field(
         "embedded", description="Retrieval backend; weaviate also runs a Weaviate server."
+    )
+    state: Literal["sqlite", "postgres"] = Field(
+        "sqlite",
+        description="The orchestrator's state: sqlite (a file in the data dir), or postgres: a "
+        "local PostgreSQL the stack runs (or MEMEX_ORCHESTRATOR_STATE_URL's, when set).",
+    )
+    postgres_port: int = Field(54329, ge=1, le=65535, description="Local PostgreSQL's port.")
+    postgres_health_port: int = Field(
+        50058, ge=1, le=65535, description="Local PostgreSQL launcher's gRPC health port."
     )
     weaviate_http_port: int = Field(8079, ge=1, le=65535, description="Weaviate REST port.")
     weaviate_grpc_port: int = Field(50059, ge=1, le=65535, description="Weaviate gRPC port.")
@@ -108,9 +119,12 @@ class StackSettings(BaseSettings):
             f"MEMEX_{name.upper()}": int(getattr(self, name))
             for name in type(self).model_fields
             if name.endswith("_port")
-            and not name.startswith("weaviate_")
+            and not name.startswith(("weaviate_", "postgres_"))
             and name != "prometheus_port"
         }
+        if self.runs_postgres:
+            ports["MEMEX_POSTGRES_PORT"] = self.postgres_port
+            ports["MEMEX_POSTGRES_HEALTH_PORT"] = self.postgres_health_port
         if self.store != "weaviate":
             return ports
         kinds = ("http", "grpc", "gossip", "data", "raft", "raft_rpc")
@@ -131,6 +145,27 @@ class StackSettings(BaseSettings):
                 )
                 ports[f"MEMEX_WEAVIATE_{kind.upper()}_PORT{offset}"] = port
         return ports
+
+    @property
+    def runs_postgres(self) -> bool:
+        """Whether the stack runs its own PostgreSQL: state=postgres and no
+        MEMEX_ORCHESTRATOR_STATE_URL naming another."""
+        return self.state == "postgres" and not os.environ.get("MEMEX_ORCHESTRATOR_STATE_URL")
+
+    @property
+    def postgres_dir(self) -> Path:
+        """The local PostgreSQL cluster's folder: in the data dir, except for root, whose
+        PostgreSQL runs as ``nobody`` (it refuses root) and so needs a folder nobody can reach
+        (root's home is closed to it): /var/lib/memex/postgres/<a hash of the data dir>."""
+        if os.geteuid() != 0:
+            return self.data_dir / "postgres"
+        digest = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
+        return Path("/var/lib/memex/postgres") / digest
+
+    @property
+    def postgres_url(self) -> str:
+        """The local PostgreSQL's memex database (trust auth, loopback only)."""
+        return f"postgresql://{SUPERUSER}@{self.host}:{self.postgres_port}/{DATABASE}"
 
     @property
     def run_dir(self) -> Path:
@@ -367,6 +402,9 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         data_dir=str(settings.data_dir / "orchestrator"),
         personas_dir=str(settings.data_dir / "personas"),
     )
+    if settings.runs_postgres:
+        stores.append(postgres_service(settings))
+        orchestrator.env["MEMEX_ORCHESTRATOR_STATE_URL"] = settings.postgres_url
     services = [
         *stores,
         _grpc_service(settings, "embedding"),
@@ -376,6 +414,29 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         worker_service(settings, orchestrator),
     ]
     return [*services, gateway_service(settings, services)]
+
+
+def postgres_service(settings: StackSettings) -> ServiceDef:
+    """The local PostgreSQL of ``--state postgres`` (``memex.orchestrator.postgres_server``):
+    created once in ``postgres_dir``, on loopback; healthy once its memex database accepts
+    connections (its launcher's gRPC health)."""
+    folder = settings.postgres_dir
+    if os.geteuid() == 0:  # PostgreSQL runs as nobody, who must reach its folder
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for parent in (folder.parent, folder.parent.parent):
+            parent.chmod(0o755)
+    return ServiceDef(
+        name="postgres",
+        module="memex.orchestrator.postgres_server",
+        address=f"{settings.host}:{settings.postgres_health_port}",
+        health_service="",
+        env={
+            "MEMEX_POSTGRES_HOST": settings.host,
+            "MEMEX_POSTGRES_PORT": str(settings.postgres_port),
+            "MEMEX_POSTGRES_HEALTH_PORT": str(settings.postgres_health_port),
+            "MEMEX_POSTGRES_DIR": str(folder),
+        },
+    )
 
 
 def worker_service(settings: StackSettings, orchestrator: ServiceDef) -> ServiceDef:

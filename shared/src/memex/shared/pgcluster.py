@@ -39,6 +39,11 @@ def find_bin_dir() -> Path | None:
     return None
 
 
+def owner() -> str | None:
+    """The account a cluster runs as: the unprivileged one for root, else the caller (None)."""
+    return RUN_AS if os.geteuid() == 0 else None
+
+
 def as_owner(command: list[str]) -> list[str]:
     """``command`` as the cluster's owner: unchanged for a normal user, through ``runuser`` as
     the unprivileged account for root (PostgreSQL will not run as root)."""
@@ -108,10 +113,9 @@ class Cluster:
         return options
 
     def server_command(self) -> list[str]:
-        """The ``postgres`` command that serves this cluster in the foreground (for a
-        supervisor)."""
-        postgres = str(self.bin_dir / "postgres")
-        return as_owner([postgres, "-D", str(self.data), *self.server_options()])
+        """The ``postgres`` command that serves this cluster in the foreground; run it as
+        ``owner()`` (a process's ``user``), so that signals reach the server itself."""
+        return [str(self.bin_dir / "postgres"), "-D", str(self.data), *self.server_options()]
 
     def create_database(self) -> None:
         """Creates the memex database if it is missing (the server must be running)."""

@@ -45,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
         help="retrieval backend (default MEMEX_STORE, else embedded); weaviate runs its server",
     )
     up.add_argument(
+        "--state",
+        choices=["sqlite", "postgres"],
+        help="the orchestrator's state (default MEMEX_STATE, else sqlite); postgres runs a local "
+        "PostgreSQL in the data dir, or uses MEMEX_ORCHESTRATOR_STATE_URL when set",
+    )
+    up.add_argument(
         "--nodes",
         type=int,
         help="with --store weaviate: Weaviate nodes (default MEMEX_WEAVIATE_NODES, else 1); "

@@ -35,6 +35,9 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
         # The background supervisor parses its settings from the environment it inherits.
         os.environ["MEMEX_STORE"] = args.store
         settings = settings.model_copy(update={"store": args.store})
+    if getattr(args, "state", None):
+        os.environ["MEMEX_STATE"] = args.state  # inherited by the background supervisor
+        settings = settings.model_copy(update={"state": args.state})
     if getattr(args, "nodes", None) is not None:
         if settings.store != "weaviate":
             _print("--nodes needs --store weaviate (the embedded store is one process)")
