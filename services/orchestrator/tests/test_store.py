@@ -3,10 +3,12 @@ contract suite of both backends: every test here runs on SQLite and on PostgreSQ
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from pydantic import ValidationError
 
@@ -244,3 +246,21 @@ def test_an_unreachable_postgresql_is_unavailable_and_named_without_its_password
     with pytest.raises(Unavailable, match=f"127.0.0.1:{port}/memex") as down:
         OrchestratorStore(f"postgresql://me:hunter2@127.0.0.1:{port}/memex", connect_seconds=1)
     assert "hunter2" not in down.value.message
+
+
+def test_a_postgresql_claim_skips_a_turn_another_transaction_holds(postgres_url: str) -> None:
+    """The claim takes the oldest pending turn FOR UPDATE SKIP LOCKED: a row another worker's
+    transaction holds is passed over at once, not waited for."""
+    store = OrchestratorStore(postgres_url)
+    first = store.create_turn("me", "", "first", "t")
+    second = store.create_turn("me", "", "second", "t")
+    with (
+        psycopg.connect(postgres_url) as other,
+        concurrent.futures.ThreadPoolExecutor(1) as pool,
+    ):
+        other.execute("SELECT id FROM turns WHERE id = %s FOR UPDATE", (first.id,))
+        claimed = pool.submit(store.claim_next, "w", 60).result(timeout=10)  # no wait
+        assert claimed is not None and claimed.id == second.id
+    again = store.claim_next("w", 60)  # the other transaction ended: the first is free
+    assert again is not None and again.id == first.id
+    store.close()

@@ -22,6 +22,9 @@ from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
 from memex.shared.testing import free_ports
 
+ROOT_POSTGRES_DIRS = Path("/var/lib/memex/postgres")
+"""Where root's `memex up --state postgres` keeps its clusters (see ``postgres_dir``)."""
+
 
 class StackSettings(BaseSettings):
     """Settings of the whole local stack (``MEMEX_...``)."""
@@ -160,7 +163,7 @@ class StackSettings(BaseSettings):
         if os.geteuid() != 0:
             return self.data_dir / "postgres"
         digest = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
-        return Path("/var/lib/memex/postgres") / digest
+        return ROOT_POSTGRES_DIRS / digest
 
     @property
     def postgres_url(self) -> str:
@@ -420,11 +423,6 @@ def postgres_service(settings: StackSettings) -> ServiceDef:
     """The local PostgreSQL of ``--state postgres`` (``memex.orchestrator.postgres_server``):
     created once in ``postgres_dir``, on loopback; healthy once its memex database accepts
     connections (its launcher's gRPC health)."""
-    folder = settings.postgres_dir
-    if os.geteuid() == 0:  # PostgreSQL runs as nobody, who must reach its folder
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        for parent in (folder.parent, folder.parent.parent):
-            parent.chmod(0o755)
     return ServiceDef(
         name="postgres",
         module="memex.orchestrator.postgres_server",
@@ -434,7 +432,7 @@ def postgres_service(settings: StackSettings) -> ServiceDef:
             "MEMEX_POSTGRES_HOST": settings.host,
             "MEMEX_POSTGRES_PORT": str(settings.postgres_port),
             "MEMEX_POSTGRES_HEALTH_PORT": str(settings.postgres_health_port),
-            "MEMEX_POSTGRES_DIR": str(folder),
+            "MEMEX_POSTGRES_DIR": str(settings.postgres_dir),
         },
     )
 

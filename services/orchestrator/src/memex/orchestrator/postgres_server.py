@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import itertools
 import logging
 import signal
 import sys
@@ -58,6 +59,13 @@ async def running_cluster(settings: PostgresServerSettings) -> AsyncIterator[Clu
     if bin_dir is None:
         raise FailedPrecondition(f"PostgreSQL's initdb and postgres were not found: {INSTALL_HINT}")
     cluster = Cluster(settings.dir, settings.port, bin_dir)
+    if owner() is not None:
+        # PostgreSQL runs as the unprivileged account, which must reach its folder: the
+        # folders memex made above it are opened to it (only those, never a home).
+        missing = list(itertools.takewhile(lambda p: not p.exists(), settings.dir.parents))
+        for parent in reversed(missing):
+            parent.mkdir()
+            parent.chmod(0o755)  # whatever the umask
     if not cluster.initialised():
         log.info("creating the PostgreSQL cluster in %s", cluster.data)
         await asyncio.to_thread(cluster.init)
