@@ -7,8 +7,8 @@ ones), so deploy/check's Go test compares the manifests with the settings as the
 a renamed or removed setting fails `make deploy-check`. ``--out FILE`` writes the list to a file.
 
 Left out: the settings of processes that never run in a pod (``memex up``'s StackSettings, the
-Weaviate it starts for itself, the MCP server on the user's machine), so a manifest that sets one
-of them (they would be ignored there) fails the check too.
+Weaviate and PostgreSQL it starts for itself, the MCP server on the user's machine), so a
+manifest that sets one of them (they would be ignored there) fails the check too.
 """
 
 from __future__ import annotations
@@ -20,12 +20,8 @@ from pathlib import Path
 from pydantic_settings import BaseSettings
 
 STAGES = ("embedding", "retrieval", "reasoner", "orchestrator", "gateway")
-NOT_IN_A_POD = {"StackSettings", "WeaviateServerSettings", "McpSettings"}
-
-# TEMPORARY, removed when the lead merges the PostgreSQL orchestrator-state backend (which adds
-# MEMEX_ORCHESTRATOR_STATE_URL to OrchestratorSettings): the manifests already read it from the
-# memex-postgres Secret. Only names absent from the real classes are added.
-PENDING_SETTINGS = {"MEMEX_ORCHESTRATOR_STATE_URL"}
+# PostgresServerSettings: the local PostgreSQL `memex up --state postgres` runs for itself.
+NOT_IN_A_POD = {"StackSettings", "WeaviateServerSettings", "McpSettings", "PostgresServerSettings"}
 
 
 def settings_classes() -> list[type[BaseSettings]]:
@@ -64,8 +60,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the list here instead of stdout")
     args = parser.parse_args()
     names = pod_variables()
-    for pending in PENDING_SETTINGS - names.keys():
-        names[pending] = "orchestrator"
     text = "".join(f"{name} {names[name]}\n" for name in sorted(names))
     if args.out:
         args.out.write_text(text)
