@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +42,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 
 CLI = [sys.executable, "-m", "memex.gateway.cli"]
 THREADS, PER_THREAD = 40, 5  # 200 turns
+STACK_WORKER = f"{socket.gethostname()}-chat-worker"  # the supervised worker's default id
 KILL_AFTER = 120  # turns queued before the kills; the rest go to the surviving orchestrator
 NOTES = {
     "Flat lease.md": "---\ntitle: Flat lease\n---\nGraham returned £1,030 of the deposit.\n",
@@ -161,6 +163,15 @@ async def create_turns(stub: Any, rounds: range, threads: list[str]) -> list[str
     return ids
 
 
+def held(url: str, worker_id: str) -> list[str]:
+    """The turns ``worker_id`` holds a claim on (thinking)."""
+    with psycopg.connect(url) as db:
+        rows = db.execute(
+            "SELECT id FROM turns WHERE state = 'thinking' AND claimed_by = %s", (worker_id,)
+        )
+        return [row[0] for row in rows]
+
+
 def finished(url: str) -> int:
     """User turns answered or failed: no worker will touch them again."""
     counts = states(url)
@@ -221,8 +232,11 @@ async def test_two_orchestrators_three_workers_answer_200_turns_exactly_once_thr
         async with open_channel(f"ipv4:{first},{second}") as channel:  # round robin
             stub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
             ids = await create_turns(stub, range(KILL_AFTER // THREADS), threads)
-            # Both orchestrators queued turns: the round robin spread them.
+            # The kill lands mid-answer: once 30 turns are answered, when the stack's worker
+            # holds a claim.
             await until(lambda: states(cluster.url)["answered"] >= 30, 60)
+            await until(lambda: bool(held(cluster.url, STACK_WORKER)), 30)
+            held_at_kill = held(cluster.url, STACK_WORKER)
             os.kill(stack_pid(data_dir, "worker"), signal.SIGKILL)
             os.kill(stack_pid(data_dir, "orchestrator"), signal.SIGKILL)
             ids += await create_turns(stub, range(KILL_AFTER // THREADS, PER_THREAD), threads)
@@ -257,6 +271,7 @@ async def test_two_orchestrators_three_workers_answer_200_turns_exactly_once_thr
     assert set(users) == set(ids)
     assert all(u[3] == "answered" for u in users.values()), Counter(u[3] for u in users.values())
     assert replies == Counter({turn_id: 1 for turn_id in ids})
+    assert len(held_at_kill) == 1 and users[held_at_kill[0]][3] == "answered"  # taken back
     # Every thread intact and in order: its questions in the order they were asked, each reply
     # after its question.
     seq = {t[0]: t[5] for t in turns}
