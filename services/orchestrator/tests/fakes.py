@@ -154,7 +154,7 @@ def make_orchestrator(
     config = OrchestratorSettings(
         data_dir=tmp_path / "orchestrator", personas_dir=tmp_path / "personas", **settings
     )
-    store = OrchestratorStore(config.state_path)
+    store = OrchestratorStore(config.state_location)  # state_url: PostgreSQL
     info = ReasonerInfo("stub", "scripted", 8192, reasoner.local, prefill_tokens_per_second)
     personas = load_personas(config.personas_dir)
     return build_orchestrator(config, store, memory, reasoner, info, personas)

@@ -30,9 +30,13 @@ ANSWER = "How to answer:"
 REPLY = "The deposit is £800 [1]."
 
 
-def orchestrator(tmp_path: Path, model: ScriptedReasoner) -> Orchestrator:
+def orchestrator(
+    tmp_path: Path, model: ScriptedReasoner, state: Path | str | None = None
+) -> Orchestrator:
+    """The orchestrator a worker runs in; ``state`` (the ``state`` fixture) picks the backend."""
+    url = state if isinstance(state, str) else None
     return make_orchestrator(
-        tmp_path, model, FakeMemory(NOTES), worker_poll_seconds=0.05, worker_id="w1"
+        tmp_path, model, FakeMemory(NOTES), worker_poll_seconds=0.05, worker_id="w1", state_url=url
     )
 
 
@@ -72,11 +76,13 @@ async def run_until(worker: ChatWorker, done: int) -> None:
     await asyncio.wait_for(task, 10)
 
 
-async def test_pending_turns_are_answered_in_order_with_thread_context(tmp_path: Path) -> None:
+async def test_pending_turns_are_answered_in_order_with_thread_context(
+    tmp_path: Path, state: Path | str
+) -> None:
     model = ScriptedReasoner(
         {PLAN: ['{"steps": [{"tool": "search_vault", "query": "deposit"}]}'], ANSWER: [REPLY]}
     )
-    o = orchestrator(tmp_path, model)
+    o = orchestrator(tmp_path, model, state)
     first = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     await o.create_turn("me", first.thread_id, "When is it returned?", include_sensitive=True)
     await run_until(ChatWorker(o, o.settings), 2)
@@ -137,9 +143,11 @@ async def test_an_answer_that_could_see_sensitive_notes_is_not_history_for_a_tur
     assert "talked through" in next(t for t in owner if t.role == "assistant").text
 
 
-async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(tmp_path: Path) -> None:
+async def test_a_failing_turn_is_marked_error_and_the_loop_goes_on(
+    tmp_path: Path, state: Path | str
+) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
-    o = orchestrator(tmp_path, model)
+    o = orchestrator(tmp_path, model, state)
     failing = await o.create_turn("me", "", "first")
     ok = await o.create_turn("me", "", "second")
 
@@ -199,10 +207,10 @@ async def test_a_full_queue_refuses_a_new_turn_until_one_is_claimed(tmp_path: Pa
 
 
 async def test_a_restarted_worker_takes_back_its_orphaned_turn_and_answers_it_once(
-    tmp_path: Path,
+    tmp_path: Path, state: Path | str
 ) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
-    o = orchestrator(tmp_path, model)
+    o = orchestrator(tmp_path, model, state)
     turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     claimed = o.store.claim_next("w1", 3600)  # as if w1 died mid-answer (kill -9)
     assert claimed is not None
@@ -283,9 +291,11 @@ def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_pa
     assert env["MEMEX_WORKER_PORT"] != "50055" and env["MEMEX_WORKER_METRICS_PORT"] != "9155"
 
 
-async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(tmp_path: Path) -> None:
+async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(
+    tmp_path: Path, state: Path | str
+) -> None:
     model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
-    o = orchestrator(tmp_path, model)
+    o = orchestrator(tmp_path, model, state)
     turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     thinking = asyncio.Event()
 
