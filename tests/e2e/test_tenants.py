@@ -30,11 +30,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
 CLI = [sys.executable, "-m", "memex.gateway.cli"]
 
-# The backends under test: each is the stack's extra environment. Adding a backend (an
-# orchestrator state store, say) is one more line here.
+# The backends under test: each is the stack's extra environment. Each memory store and each
+# orchestrator state store runs once, paired as a person would deploy them: one machine
+# (embedded, SQLite) and scaled out (Weaviate, PostgreSQL). Another pairing is one more line.
 BACKENDS = [
-    pytest.param({"MEMEX_STORE": "embedded"}, id="embedded"),
-    pytest.param({"MEMEX_STORE": "weaviate"}, id="weaviate"),
+    pytest.param({"MEMEX_STORE": "embedded", "MEMEX_STATE": "sqlite"}, id="embedded-sqlite"),
+    pytest.param({"MEMEX_STORE": "weaviate", "MEMEX_STATE": "postgres"}, id="weaviate-postgres"),
 ]
 
 # Each tenant's notes: one of its own, and one at the same path and title as the other's (so a
@@ -157,6 +158,7 @@ def shared(
         memex(env, "up")
         services = json.loads(memex(env, "status", "--json").stdout)["services"]
         assert ("weaviate" in services) == (backend.get("MEMEX_STORE") == "weaviate"), services
+        assert ("postgres" in services) == (backend.get("MEMEX_STATE") == "postgres"), services
         admin = httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {boss}"})
         clients.append(admin)
         tenants = {}
