@@ -344,6 +344,9 @@ async def test_memex_up_state_postgres_runs_its_own_postgresql_and_keeps_the_tur
         data_dir = Path(env["MEMEX_DATA_DIR"])
         supervised = json.loads((data_dir / "run" / "stack.json").read_text())["services"]
         assert "postgres" in supervised  # the supervisor runs it, first
+        # `memex status` shows it too, read from what `up` was given, not its own environment.
+        status = json.loads(memex(env, "status", "--json").stdout)["services"]
+        assert status["postgres"]["health"] == "SERVING", status
         async with grpc.aio.insecure_channel(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}") as ch:
             stub = orchestrator_pb2_grpc.OrchestratorServiceStub(ch)
             created = await stub.CreateTurn(pb.CreateTurnRequest(text="what did Graham return"))

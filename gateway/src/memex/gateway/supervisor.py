@@ -286,6 +286,7 @@ class Supervisor:
             "pid": os.getpid(),
             "state": self._phase,
             "store": self._settings.store,
+            "orchestrator_state": self._settings.state,
             "weaviate_nodes": self._settings.weaviate_nodes,
             "log_dir": str(self._settings.log_dir),
             "services": {

@@ -119,6 +119,8 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
     state = read_state(settings)
     if state is not None and state.get("store") in ("embedded", "weaviate"):
         settings = settings.model_copy(update={"store": state["store"]})  # what `up` was given
+    if state is not None and state.get("orchestrator_state") in ("sqlite", "postgres"):
+        settings = settings.model_copy(update={"state": state["orchestrator_state"]})
     if state is not None and isinstance(state.get("weaviate_nodes"), int):
         settings = settings.model_copy(update={"weaviate_nodes": state["weaviate_nodes"]})
     services = {s.name: s for s in stack_services(settings)}
