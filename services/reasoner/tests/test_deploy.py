@@ -25,7 +25,7 @@ def test_every_reasoner_variable_in_deploy_is_a_setting() -> None:
 
 def test_the_vllm_manifest_puts_vllm_behind_the_openai_engine() -> None:
     text = (DEPLOY / "reasoner-vllm.yaml").read_text()
-    assert 'command: ["vllm", "serve"]' in text
+    assert "command: [vllm, serve]" in text
     assert "nvidia.com/gpu: 1" in text
     assert "{name: MEMEX_REASONER_ENGINE, value: openai}" in text
-    assert 'value: "http://vllm:8000/v1"' in text
+    assert 'value: "http://memex-vllm:8000/v1"' in text
