@@ -83,7 +83,8 @@ def test_idle_streams_get_keep_alive_comments(tmp_path: Path) -> None:
     names = [name for name, _ in events]
     first_delta = names.index("delta")
     assert ("comment", "ping") in events[:first_delta], events
-    assert names[-1] == "done"
+    # A ping may still slip out between `done` and the end of the stream on a busy machine.
+    assert [name for name in names if name != "comment"][-1] == "done", events
 
 
 def test_a_client_that_disconnects_cancels_the_grpc_call(
