@@ -6,6 +6,7 @@ import ipaddress
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -140,29 +141,32 @@ async def tenant(request: Request, who: Annotated[str, Depends(caller)]) -> str:
     return result
 
 
-async def admin(request: Request, who: Annotated[str, Depends(caller)]) -> str:
-    """The caller, when it may manage keys (an admin key, or a keyless loopback caller); 403
-    saying what grants it otherwise."""
-    if not getattr(request.state, "admin", False):
-        raise ApiError(
-            grpc.StatusCode.PERMISSION_DENIED,
-            "this API key may not manage keys; use a key made with "
-            "`memex keys create NAME --admin`",
-        )
-    return who
+def _granted(flag: str, refusal: str) -> Callable[..., Awaitable[str]]:
+    """A dependency that passes the caller when ``caller`` set ``request.state.<flag>``, and
+    answers 403 with ``refusal`` (saying what grants it) otherwise."""
+
+    async def check(request: Request, who: Annotated[str, Depends(caller)]) -> str:
+        if not getattr(request.state, flag, False):
+            raise ApiError(grpc.StatusCode.PERMISSION_DENIED, refusal)
+        return who
+
+    return check
 
 
-async def operator(request: Request, who: Annotated[str, Depends(caller)]) -> str:
-    """The caller, when it may read what covers every tenant (``/metrics``): a key made without
-    ``--tenant`` (the deployment's own, Prometheus's among them), an admin key, or a keyless
-    caller; a key bound to a tenant gets 403, since the counts include other tenants' requests."""
-    if not getattr(request.state, "operator", False):
-        raise ApiError(
-            grpc.StatusCode.PERMISSION_DENIED,
-            "the metrics count every tenant's requests, so a key bound to one tenant may not "
-            "read them; use a key made without --tenant, or an admin key",
-        )
-    return who
+admin = _granted(
+    "admin",
+    "this API key may not manage keys; use a key made with `memex keys create NAME --admin`",
+)
+"""The caller, when it may manage keys (an admin key, or a keyless loopback caller)."""
+
+operator = _granted(
+    "operator",
+    "the metrics count every tenant's requests, so a key bound to one tenant may not read them; "
+    "use a key made without --tenant, or an admin key",
+)
+"""The caller, when it may read what covers every tenant (``/metrics``): a key made without
+``--tenant`` (the deployment's own, Prometheus's among them), an admin key, or a keyless caller;
+a key bound to a tenant gets 403, since the counts include other tenants' requests."""
 
 
 TenantDep = Annotated[str, Depends(tenant)]
