@@ -24,21 +24,30 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 SHARED_DATA = REPO_ROOT.parent / "shared"
 
 
+# The stack's default ports that sit inside Linux's ephemeral range (32768-60999): a test that
+# pins some ports and leaves the rest at their defaults must not draw one of these for the former
+# (a CI run failed on exactly that: a drawn orchestrator port equal to the worker's default).
+STACK_DEFAULT_PORTS = frozenset(range(50051, 50060)) | {54329}
+
+
 def free_port() -> int:
-    """A TCP port that was free on loopback a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port that was free on loopback a moment ago, never one of the stack's defaults."""
+    return free_ports(1)[0]
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports that were free on loopback a moment ago. Every socket stays
-    bound until all are chosen: closed one at a time, the same port can come back twice."""
+    """``count`` distinct TCP ports that were free on loopback a moment ago, none of them one of
+    the stack's default ports. Every socket stays bound until all are chosen: closed one at a
+    time, the same port can come back twice."""
     with contextlib.ExitStack() as held:
-        socks = [held.enter_context(socket.socket()) for _ in range(count)]
-        for sock in socks:
+        chosen: list[int] = []
+        while len(chosen) < count:
+            sock = held.enter_context(socket.socket())
             sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+            port = int(sock.getsockname()[1])
+            if port not in STACK_DEFAULT_PORTS:
+                chosen.append(port)
+        return chosen
 
 
 def require(path: Path, why: str) -> Path:
