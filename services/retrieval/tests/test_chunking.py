@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
-from memex.retrieval.ingest.markdown import parse_note, split_frontmatter
+from memex.retrieval.ingest.markdown import note_date, parse_note, split_frontmatter
 from memex.retrieval.ingest.notes import EntityMatcher
 
 
@@ -60,10 +62,41 @@ def test_wikilinks_aliases_headings_embeds_and_code() -> None:
 
 def test_broken_frontmatter_keeps_the_body() -> None:
     fm, body, offset, warnings = split_frontmatter("---\ntitle: [oops\n---\nbody text\n")
-    assert fm == {}
+    assert fm == {"title": "[oops"}
     assert body == "body text\n"
     assert offset == len("---\ntitle: [oops\n---\n")
     assert "invalid YAML" in warnings[0]
+
+
+def test_broken_frontmatter_is_read_line_by_line_so_it_keeps_date_and_sensitivity() -> None:
+    # A title with ": " in it is not valid YAML; Obsidian would ignore the whole block.
+    text = (
+        "---\ntitle: Open day: bring jam\ndate: 2025-07-19\nsensitive: true\n"
+        "tags: [journal, allotment]\naliases:\n  - Jam day\n  - Open day\n---\nbody\n"
+    )
+    fm, body, _, warnings = split_frontmatter(text)
+    assert fm == {
+        "title": "Open day: bring jam",
+        "date": dt.date(2025, 7, 19),
+        "sensitive": True,
+        "tags": ["journal", "allotment"],
+        "aliases": ["Jam day", "Open day"],
+    }
+    assert body == "body\n"
+    assert warnings == ["invalid YAML frontmatter at line 2; read line by line"]
+
+
+def test_a_note_without_a_date_takes_its_file_name_date_then_its_file_time() -> None:
+    noon = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC).timestamp()
+    assert note_date({}, noon, "2025-07-19 — Allotment open day") == ("2025-07-19", None)
+    assert note_date({}, noon, "2025-07-19") == ("2025-07-19", None)
+    assert note_date({"date": "2024-01-02"}, noon, "2025-07-19") == ("2024-01-02", None)
+    assert note_date({}, noon, "Allotment Plot 23B") == ("2026-12-02", None)
+    assert note_date({}, noon, "2025-13-45 nonsense") == ("2026-12-02", None)
+    assert note_date({}, noon, "20250719") == ("2026-12-02", None)
+    date, warning = note_date({"date": "soon"}, noon, "2025-07-19 plans")
+    assert date == "2025-07-19"
+    assert warning == "frontmatter date 'soon' is not a date; used the file name's date"
 
 
 def test_entity_matcher_whole_words_case_insensitive() -> None:

@@ -226,3 +226,41 @@ async def test_bad_input_is_a_clear_error(retrieval: Stub, tmp_path: Path) -> No
         await index(retrieval, tmp_path / "missing")
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "does not exist" in str(caught.value.details())
+
+
+async def test_broken_frontmatter_keeps_its_date_and_sensitivity(
+    retrieval: Stub, tmp_path: Path
+) -> None:
+    vault = tmp_path / "notes"
+    # ": " in the title makes the block invalid YAML; its other lines still count.
+    write(
+        vault,
+        "journal/2025-07-19 — Open day.md",
+        "---\ntitle: Open day: bring jam\nsensitive: true\n---\nSold rhubarb jam for the pipe fund.\n",
+    )
+    write(vault, "journal/2025-08-02.md", "Picked the first runner beans of the year.\n")
+    summary = await index(retrieval, vault)
+    assert any("Open day" in w and "read line by line" in w for w in summary.warnings)
+    assert not [i for i in await search(retrieval, "rhubarb jam") if "jam" in i.text]
+    [jam] = [
+        i
+        for i in await search(
+            retrieval,
+            "rhubarb jam",
+            filters=retrieval_pb2.SearchFilters(include_sensitive=True),
+        )
+        if "jam" in i.text
+    ]
+    assert jam.sensitive and jam.citation == "[[Open day: bring jam]]"
+    assert jam.provenance.date == "2025-07-19"  # the file name's date: the block has none
+    [beans] = [i for i in await search(retrieval, "runner beans") if "beans" in i.text]
+    assert beans.provenance.date == "2025-08-02"
+    assert beans.citation == "[[2025-08-02]]"
+
+
+async def test_a_title_that_would_break_its_citation_gives_way_to_the_file_name(
+    retrieval: Stub, vault: Path
+) -> None:
+    await index(retrieval, vault)
+    [tomatoes] = [i for i in await search(retrieval, "quantum tomatoes") if "quantum" in i.text]
+    assert tomatoes.citation == "[[Broken]]"  # its title reads "[unclosed"

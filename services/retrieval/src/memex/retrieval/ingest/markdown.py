@@ -10,16 +10,22 @@ from typing import Any
 import yaml
 
 from memex.retrieval.store.base import Link, link_key
+from memex.shared.wikilinks import find_wikilinks
 
+# Part of every note's fingerprint: a change to what a note's text is read to mean (its title,
+# date, sensitivity) must reach notes already indexed. 2: broken frontmatter is read line by
+# line, and a daily note's file name gives its date.
+PARSER_VERSION = "2"
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
-# [[Target]], [[Target#Heading]], [[Target|alias]], ![[Embed]]; a preceding backslash escapes.
-_WIKILINK = re.compile(r"(?<!\\)(!?)\[\[([^\[\]\n]+?)\]\]")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 _TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.M | re.UNICODE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_LOOSE_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*))?$")
+_LOOSE_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*)$")
+_DATED_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})(?!\d)")
 
 
 @dataclass
@@ -35,9 +41,40 @@ class ParsedNote:
     warnings: list[str] = field(default_factory=list)
 
 
+def _loose_value(text: str) -> Any:
+    """One value of a frontmatter YAML refused: YAML where it reads as a value on its own
+    ("true", "[a, b]", "2025-07-19"), else the text ("Open day: bring jam")."""
+    text = text.strip()
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return text if isinstance(value, dict) else value
+
+
+def loose_frontmatter(block: str) -> dict[str, Any]:
+    """What can be read of a frontmatter that is not valid YAML: its top-level ``key: value``
+    lines, each value read on its own, and ``  - item`` lines as the list of the key above. A
+    title with a colon in it is the usual cause, and one bad line must not cost the note its
+    date or its ``sensitive: true``."""
+    data: dict[str, Any] = {}
+    key: str | None = None
+    for line in block.splitlines():
+        item = _LOOSE_ITEM.match(line)
+        if item and key is not None and (data[key] is None or isinstance(data[key], list)):
+            data[key] = [*(data[key] or []), _loose_value(item.group(1))]
+            continue
+        pair = _LOOSE_KEY.match(line)
+        if pair:
+            key = pair.group(1)
+            data[key] = _loose_value(pair.group(2)) if pair.group(2) else None
+    return data
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int, list[str]]:
-    """(frontmatter, body, body offset, warnings). Broken YAML leaves the body indexed and a
-    warning; a frontmatter that is not a mapping is ignored with a warning."""
+    """(frontmatter, body, body offset, warnings). Broken YAML leaves the body indexed, a
+    warning, and what its ``key: value`` lines say (``loose_frontmatter``); a frontmatter that
+    is not a mapping is ignored with a warning."""
     match = _FRONTMATTER.match(text)
     if not match:
         return {}, text, 0, []
@@ -47,7 +84,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int, list[str]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
-        return {}, text[body_offset:], body_offset, [f"invalid YAML frontmatter{where}; ignored"]
+        warning = f"invalid YAML frontmatter{where}; read line by line"
+        return loose_frontmatter(match.group(1)), text[body_offset:], body_offset, [warning]
     if not isinstance(data, dict):
         return {}, text[body_offset:], body_offset, ["frontmatter is not a mapping; ignored"]
     return {str(k): v for k, v in data.items()}, text[body_offset:], body_offset, []
@@ -82,22 +120,11 @@ def prose(body: str) -> str:
 
 def parse_links(text: str) -> list[Link]:
     """Wikilinks outside code; ``[[Note#H|alias]]`` gives target, heading and alias."""
-    links: list[Link] = []
-    for match in _WIKILINK.finditer(text):
-        inner = match.group(2)
-        target, _, alias = inner.partition("|")
-        target, _, heading = target.partition("#")
-        key = link_key(target)
-        if key:
-            links.append(
-                Link(
-                    target_key=key,
-                    heading=heading.strip(),
-                    alias=alias.strip(),
-                    embed=match.group(1) == "!",
-                )
-            )
-    return links
+    return [
+        Link(target_key=key, heading=link.heading, alias=link.alias, embed=link.embed)
+        for link in find_wikilinks(text)
+        if (key := link_key(link.target))
+    ]
 
 
 def _as_list(value: Any) -> list[str]:
@@ -142,10 +169,23 @@ def aliases(frontmatter: dict[str, Any]) -> list[str]:
     return _as_list(value) if isinstance(value, list | tuple) else []
 
 
-def note_date(frontmatter: dict[str, Any], mtime: float) -> tuple[str, str | None]:
-    """(YYYY-MM-DD, warning): frontmatter ``date`` (or ``created``), else the file time."""
-    for name in ("date", "created"):
-        value = frontmatter.get(name)
+def _name_date(name: str) -> str | None:
+    """The date a file name starts with, as daily notes are named ("2025-07-19 — Open day")."""
+    found = _DATED_NAME.match(name)
+    if not found:
+        return None
+    try:
+        return dt.date.fromisoformat(found.group(1)).isoformat()
+    except ValueError:
+        return None
+
+
+def note_date(frontmatter: dict[str, Any], mtime: float, name: str = "") -> tuple[str, str | None]:
+    """(YYYY-MM-DD, warning): frontmatter ``date`` (or ``created``), else the date the file
+    ``name`` starts with (a daily note), else the file time."""
+    fallback = _name_date(name) or dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat()
+    for key in ("date", "created"):
+        value = frontmatter.get(key)
         if isinstance(value, dt.datetime):
             return value.date().isoformat(), None
         if isinstance(value, dt.date):
@@ -154,9 +194,9 @@ def note_date(frontmatter: dict[str, Any], mtime: float) -> tuple[str, str | Non
             try:
                 return dt.date.fromisoformat(value.strip()[:10]).isoformat(), None
             except ValueError:
-                fallback = dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat()
-                return fallback, f"frontmatter {name} {value!r} is not a date; used the file time"
-    return dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat(), None
+                source = "the file name's date" if _name_date(name) else "the file time"
+                return fallback, f"frontmatter {key} {value!r} is not a date; used {source}"
+    return fallback, None
 
 
 def headings(line: str) -> tuple[int, str] | None:

@@ -11,8 +11,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memex.retrieval.ingest.chunking import CHUNKER_VERSION, TextChunk, chunk_body, search_text
-from memex.retrieval.ingest.markdown import aliases, note_date, parse_note
+from memex.retrieval.ingest.markdown import PARSER_VERSION, aliases, note_date, parse_note
 from memex.retrieval.store.base import Chunk, Link, Note, link_key
+
+# Characters that end or split a wikilink's target ([[a]b]], [[a|b]], [[a#b]]).
+_LINK_BREAKING = re.compile(r"[\[\]|#]")
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,10 @@ def note_id(rel: str) -> str:
 
 
 def fingerprint(text: str, model_id: str, sensitivity: Sensitivity) -> str:
-    """Changes whenever the note, the chunker, the embedding model or the rules change."""
+    """Changes whenever the note, the parser, the chunker, the embedding model or the rules
+    change."""
     digest = hashlib.sha256()
-    for part in (CHUNKER_VERSION, model_id, sensitivity.fingerprint(), text):
+    for part in (PARSER_VERSION, CHUNKER_VERSION, model_id, sensitivity.fingerprint(), text):
         digest.update(part.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
@@ -90,8 +94,9 @@ def prepare(
     warnings = [f"{rel}: {w}" for w in parsed.warnings]
     stem = PurePosixPath(rel).stem
     title = str(fm.get("title")).strip() if isinstance(fm.get("title"), str) else stem
-    title = title or stem
-    date, date_warning = note_date(fm, mtime)
+    if not title or _LINK_BREAKING.search(title):
+        title = stem  # a title is cited as [[title]]: it must read as one link
+    date, date_warning = note_date(fm, mtime, stem)
     if date_warning:
         warnings.append(f"{rel}: {date_warning}")
     tags = tuple(parsed.tags)
