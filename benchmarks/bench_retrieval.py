@@ -24,6 +24,10 @@
    real chunk vector plus Gaussian noise (cosine ~0.9 to its source), and its text is 120 words
    drawn from two real documents. ANN recall@10 against exact search at both sizes. Resident
    memory growth per 100k chunks.
+
+``--store weaviate`` runs neither part: it compares the Weaviate backend with the embedded one on
+the corpus store and query vectors an embedded run left in ``--work`` (nothing is embedded
+again); see bench_retrieval_weaviate.py.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import Any
 import grpc
 from bench_fusion import LISTS_FILE, fusion_study, passage_texts, save_lists
 from bench_retrieval_scale import scale_report
+from bench_retrieval_weaviate import weaviate_report
 
 from memex.common.v1 import common_pb2
 from memex.embedding.catalogue import CATALOGUE, DEFAULT_MODEL
@@ -53,6 +58,7 @@ from memex.retrieval.bench.beir import (
     load,
     ndcg_at,
     recall_at,
+    safe_name,
     subset,
     write_vault,
 )
@@ -369,6 +375,16 @@ async def main() -> int:
         "--sample-docs", type=int, default=300, help="fresh-store indexing sample; 0 skips it"
     )
     parser.add_argument("--fusion", choices=FUSIONS, default=None, help="the service's fusion")
+    parser.add_argument(
+        "--store",
+        choices=("embedded", "weaviate"),
+        default="embedded",
+        help="weaviate: compare the Weaviate backend with the embedded one on --work's cached "
+        "store and query vectors (no embedding; the service's fusion settings)",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=None, help="work folder (default: per BEIR name, embedder)"
+    )
     args = parser.parse_args()
     if not args.beir.is_dir():
         print(f"skipped: {args.beir} is missing (the reference data beside the checkout)")
@@ -383,10 +399,21 @@ async def main() -> int:
     name = args.beir.name
     if args.subset_queries or args.subset_docs:
         name += f"-q{args.subset_queries}-d{args.subset_docs}"
-    work = default_cache_dir() / "bench" / "retrieval" / name / args.embedder
+    work = args.work or default_cache_dir() / "bench" / "retrieval" / name / args.embedder
     work.mkdir(parents=True, exist_ok=True)
     print(f"retrieval benchmark on {os.cpu_count()} CPUs; work folder {work}")
     started = time.perf_counter()
+    if args.store == "weaviate":
+        data = load(args.beir, args.split)
+        if args.subset_queries or args.subset_docs:
+            data = subset(
+                data,
+                args.subset_queries or len(data.queries),
+                args.subset_docs or len(data.corpus),
+            )
+        await weaviate_report(data, {safe_name(d): d for d in data.corpus}, work)
+        print(f"\n(benchmark took {time.perf_counter() - started:.0f}s)")
+        return 0
     state = await quality(args, work)
     if not args.skip_scale:
         await scale_report(state["store"], state["query_vectors"], state["data"], args.big, work)

@@ -86,6 +86,9 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
         started = time.perf_counter()
         ann = store._index(TENANT, "chunks")  # loads the saved HNSW index, or rebuilds it
         load_s = time.perf_counter() - started
+        started = time.perf_counter()
+        store._keyword(TENANT)  # opens the saved keyword index, or rebuilds it
+        keyword_load_s = time.perf_counter() - started
         searcher = Searcher(store, FixedEmbedder(dict(zip(texts, vectors, strict=True))), _tuning())
         for text in texts[:20]:  # warm the page cache
             await searcher.search(Query(TENANT, text))
@@ -108,6 +111,9 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
             "rss_delta": after - before,
             "ann_mib": ann.index.memory_usage / 2**20,
             "load_s": load_s,
+            "keyword_load_s": keyword_load_s,
+            "keyword_mib": sum(f.stat().st_size for f in (store_dir / "keyword").rglob("*"))
+            / 2**20,
             "db_mib": (store_dir / "memex.db").stat().st_size / 2**20,
             "steps": steps,
         }
@@ -129,8 +135,9 @@ async def breakdown(
 ) -> dict[str, tuple[float, float]]:
     """p50/p99 ms of each step of a default search, each timed alone on the same queries:
     the channels as the Searcher calls them (default filter: no sensitive notes), their raw
-    parts (HNSW alone, the FTS5 ranking alone, the FTS5 query joined to chunks and notes as
-    before the per-tenant tables), graph expansion and hydrating the fused candidates."""
+    parts (HNSW alone, the keyword index's ranking alone), the FTS5 keyword channel the index
+    replaced (and its ranking alone), graph expansion, and hydrating: every fused candidate
+    with its text (before) against ranking them on metadata and fetching the top k's texts."""
     from memex.retrieval.fusion import rrf
     from memex.retrieval.store.embedded import keyword
     from memex.retrieval.store.embedded.schema import match_expression
@@ -143,11 +150,7 @@ async def breakdown(
         f"SELECT rowid, -bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
         "ORDER BY s DESC LIMIT ?"
     )
-    joined = (
-        f"SELECT c.id, -bm25({table}) AS s FROM {table} JOIN chunks c ON c.rowid = {table}.rowid "
-        "JOIN notes n ON n.tenant = c.tenant AND n.id = c.note_id "
-        f"WHERE {table} MATCH ? AND c.tenant = ? AND n.sensitive = 0 ORDER BY s DESC, c.id LIMIT ?"
-    )
+    words = store._keyword(TENANT)
     times: dict[str, list[float]] = {}
 
     def lap(name: str, started: float) -> float:
@@ -163,17 +166,23 @@ async def breakdown(
         await store._run(functools.partial(ann.search, vector, 4 * depth))
         t = lap("  HNSW alone, 4 x depth neighbours", t)
         kw = await store.search_chunks_keyword(TENANT, text, depth, flt)
-        t = lap("keyword channel (FTS5 rank + filter + ids)", t)
+        t = lap("keyword channel (index rank + filter + ids)", t)
+        await store._run(functools.partial(words.search, text, 4 * depth + 1))
+        t = lap("  keyword index ranking alone", t)
+        conn = store._conn
+        await store._run(functools.partial(queries.keyword_chunks, conn, TENANT, text, depth, flt))
+        t = lap("keyword channel on FTS5 (before)", t)
         await store._run(functools.partial(_sql, store, rank_only, (expression, 4 * depth + 1)))
         t = lap("  FTS5 ranking alone", t)
-        await store._run(functools.partial(_sql, store, joined, (expression, TENANT, depth)))
-        t = lap("  FTS5 joined to chunks+notes (old path)", t)
         found = {"vector": vec, "keyword": kw}
         await searcher._graph(Query(TENANT, text), vector, flt, found)
         t = lap("graph channel", t)
         fused, seen = rrf(found, searcher._t.weights, searcher._t.rrf_k)
-        await searcher._materialize(TENANT, fused, seen)
-        lap("hydrate the fused candidates (all, with texts)", t)
+        await store.get_chunks(TENANT, list(fused))
+        t = lap("hydrate every fused candidate with texts (old)", t)
+        ranked = await searcher.rank(TENANT, fused, seen)
+        await searcher._hydrate(TENANT, ranked[: searcher._t.default_k])
+        lap("rank candidates (metadata) + texts of the top k", t)
     return {name: _pcts(values) for name, values in times.items()}
 
 

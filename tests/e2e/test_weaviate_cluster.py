@@ -11,28 +11,26 @@ every note written while it was down.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
-import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from memex.retrieval.store.base import Chunk, Note, SearchFilter
+from memex.retrieval.store.base import Note, SearchFilter
 from memex.retrieval.store.weaviate import WeaviateStore
 from memex.retrieval.store.weaviate_replication import ReplicationPolicy, WeaviateNode
 from memex.retrieval.store.weaviate_schema import uuid_of
+from memex.retrieval.testing import DIM, note, random_unit, weaviate_get
 from memex.retrieval.weaviate_cluster import WeaviateCluster
 from memex.retrieval.weaviate_server import WeaviateServer, find_binary
 from memex.shared.errors import FailedPrecondition
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
-DIM = 8
 TENANT = "default"
 WORDS = ["harbour", "lantern", "orchard", "granite", "meadow", "violin", "glacier", "saffron"]
 LOAD_BEFORE_KILL = 5.0
@@ -42,40 +40,13 @@ RETRY_SECONDS = 30.0
 CATCH_UP_WITHIN = 120.0
 
 
-def _vector(rng: random.Random) -> list[float]:
-    values = [rng.gauss(0, 1) for _ in range(DIM)]
-    norm = sum(v * v for v in values) ** 0.5
-    return [v / norm for v in values]
-
-
 def _note(writer: int, i: int, rng: random.Random) -> Note:
-    note_id = f"w{writer}n{i:05d}"
-    chunks = []
-    for ordinal in range(2):
-        text = f"{note_id} {WORDS[(i + ordinal) % len(WORDS)]} " + " ".join(
-            rng.choice(WORDS) for _ in range(12)
-        )
-        chunks.append(
-            Chunk(
-                id=f"{note_id}#{ordinal}",
-                note_id=note_id,
-                ordinal=ordinal,
-                text=text,
-                heading="",
-                start=0,
-                end=len(text),
-                search_text=text,
-                vector=_vector(rng),
-            )
-        )
-    return Note(
-        id=note_id,
-        path=f"{note_id}.md",
-        title=note_id,
-        date="2026-01-01",
-        fingerprint=f"fp-{note_id}",
-        chunks=tuple(chunks),
-    )
+    """A note ``w<writer>n<i>`` of two chunks of random words, each with a random vector."""
+    texts = [
+        " ".join([WORDS[(i + ordinal) % len(WORDS)], *(rng.choice(WORDS) for _ in range(12))])
+        for ordinal in range(2)
+    ]
+    return note(f"w{writer}n{i:05d}", [(text, random_unit(rng)) for text in texts])
 
 
 @dataclass
@@ -119,7 +90,7 @@ class Load:
         while not self.stop.is_set():
             await self._call(
                 "vector search",
-                self.store.search_chunks_vector(TENANT, _vector(rng), 10, SearchFilter()),
+                self.store.search_chunks_vector(TENANT, random_unit(rng), 10, SearchFilter()),
             )
             await self._call(
                 "keyword search",
@@ -128,24 +99,27 @@ class Load:
             self.searches += 2
 
 
+def _read(
+    server: WeaviateServer, api_key: str, prefix: str, kind: str, key: str, where: str
+) -> dict[str, Any] | None:
+    """One object read by id through ``server`` with the query ``where``; None when missing."""
+    url = (
+        f"{server.url}/v1/objects/{prefix}{kind.capitalize()}/{uuid_of(kind, key)}"
+        f"?tenant={TENANT}&{where}"
+    )
+    body: dict[str, Any] | None = weaviate_get(url, api_key)
+    return body
+
+
 def _has(server: WeaviateServer, api_key: str, prefix: str, note: Note, alone: bool) -> bool:
     """Whether the note and its chunks are there, read by id: at QUORUM through ``server``, or
     ``alone`` from ``server``'s own copy (``node_name``: Weaviate refuses it together with a
     consistency level; it is a read at ONE pinned to that node)."""
     where = f"node_name={server.node_name}" if alone else "consistency_level=QUORUM"
     for kind, key in [("note", note.id), *(("chunk", c.id) for c in note.chunks)]:
-        url = (
-            f"{server.url}/v1/objects/{prefix}{kind.capitalize()}/{uuid_of(kind, key)}"
-            f"?tenant={TENANT}&{where}"
-        )
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as reply:
-                body = json.load(reply)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return False
-            raise
+        body = _read(server, api_key, prefix, kind, key, where)
+        if body is None:
+            return False
         if kind == "note" and body["properties"].get("fingerprint") != note.fingerprint:
             return False
     return True
@@ -208,11 +182,11 @@ async def test_a_node_killed_under_load_loses_nothing_and_catches_up(tmp_path: P
             # catching up: see docs/retrieval.md.)
             ids = [n.id for _, n in load.acked]
             lost = [
-                n.id
+                n
                 for _, n in load.acked
                 if not await asyncio.to_thread(_has, others[0], cluster.api_key, prefix, n, False)
             ]
-            assert lost == []
+            assert [n.title for n in lost] == [], _where(cluster, prefix, load, killed_at, lost)
 
             # 3. The restarted node catches up: alone, it holds what was written without it.
             deadline = time.monotonic() + CATCH_UP_WITHIN
@@ -247,6 +221,37 @@ async def test_a_node_killed_under_load_loses_nothing_and_catches_up(tmp_path: P
                 dimension=DIM,
                 prefix=prefix,
             )
+
+
+def _state(server: WeaviateServer, api_key: str, prefix: str, kind: str, key: str) -> str:
+    """What ``server`` alone holds of one object: its fingerprint (notes), "ok" or "missing"."""
+    body = _read(server, api_key, prefix, kind, key, f"node_name={server.node_name}")
+    if body is None:
+        return "missing"
+    updated = body.get("lastUpdateTimeUnix")
+    if kind == "note":
+        return f"fp={body['properties'].get('fingerprint')!r}@{updated}"
+    return f"ok@{updated}"
+
+
+def _where(
+    cluster: WeaviateCluster, prefix: str, load: Load, killed_at: float, lost: list[Note]
+) -> str:
+    """For each lost note: when its write started, relative to the kill, and what each node
+    holds of it, so a failure says whether the write is missing or only a replica is stale."""
+    started = {n.id: t for t, n in load.acked}
+    lines = []
+    for lost_note in lost:
+        when = started[lost_note.id] - killed_at
+        lines.append(f"{lost_note.title} written {when:+.2f}s from the kill:")
+        objects = [("note", lost_note.id), *(("chunk", c.id) for c in lost_note.chunks)]
+        for server in cluster.servers:
+            held = [
+                f"{kind} {key}: {_state(server, cluster.api_key, prefix, kind, key)}"
+                for kind, key in objects
+            ]
+            lines.append(f"  {server.node_name}: " + "; ".join(held))
+    return "\n".join(lines)
 
 
 def _median(load: Load, what: str) -> float:

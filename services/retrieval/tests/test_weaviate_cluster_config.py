@@ -33,6 +33,7 @@ def test_peers_parse_and_each_node_joins_the_others() -> None:
     assert env["RAFT_JOIN"] == "node0:8300,node1:8310,node2:8320"
     assert env["RAFT_BOOTSTRAP_EXPECT"] == "3"
     assert env["ASYNC_REPLICATION_FREQUENCY"] == "5s"
+    assert env["RAFT_TIMEOUTS_MULTIPLIER"] == "1"  # a dead leader is replaced in seconds
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,9 @@ async def test_upsert_then_read_back(store: Store) -> None:
     assert view.text == "first chunk about apples"
     assert view.note.title == "Alpha"
     assert view.note.date == "2024-01-01"
+    owners = await store.chunk_notes("t1", [c.id for c in n.chunks] + ["nope"])
+    assert set(owners) == {c.id for c in n.chunks}
+    assert owners[n.chunks[1].id] == view.note
     metas = await store.get_notes("t1", [n.id])
     assert metas[n.id].path == "Alpha.md"
     stats = await store.stats("t1")

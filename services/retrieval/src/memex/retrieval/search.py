@@ -169,19 +169,13 @@ class Searcher:
         for channel, hits in lists.items():
             metrics.CHANNEL_HITS.labels(channel).observe(len(hits))
         fused, seen = fuse(lists, weights, self._t.fusion, self._t.rrf_k)
-        items = await self._materialize(query.tenant, fused, seen)
-        today = self._today()
-        for item, salience in items:
-            item.recency = recency_factor(
-                item.date, today, self._t.half_life_days, self._t.recency_weight
-            )
-            item.salience = salience_factor(salience, self._t.salience_weight)
-            item.score = item.fused * item.recency * item.salience
-        ranked = sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))
+        ranked = await self.rank(query.tenant, fused, seen)
+        # Only the items that can be returned (or reranked) need their texts.
+        head = ranked[: max(self._t.rerank_depth, k) if self._reranker is not None else k]
+        head = await self._hydrate(query.tenant, head)
         if self._reranker is not None:
-            head = ranked[: max(self._t.rerank_depth, k)]
-            ranked = await self._rerank(self._reranker, query.text, head)
-        ranked = ranked[:k]
+            head = await self._rerank(self._reranker, query.text, head)
+        ranked = head[:k]
         done = time.perf_counter()
         return SearchResult(ranked, (embedded - started) * 1000, (done - embedded) * 1000)
 
@@ -306,31 +300,47 @@ class Searcher:
             ]
         return hits[:depth]
 
-    async def _materialize(
+    async def rank(
+        self, tenant: str, fused: dict[str, float], seen: dict[str, list[ChannelHit]]
+    ) -> list[Item]:
+        """Every fused candidate that still exists, adjusted for recency and salience and in
+        descending score (ties by id). Chunks carry their note's metadata but no text yet: the
+        order needs only the fused score, the date and the salience, and fetching the texts of
+        every candidate (~200) cost as much as the vector channel (see ``_hydrate``)."""
+        items = await self._candidates(tenant, fused, seen)
+        today = self._today()
+        for item, salience in items:
+            item.recency = recency_factor(
+                item.date, today, self._t.half_life_days, self._t.recency_weight
+            )
+            item.salience = salience_factor(salience, self._t.salience_weight)
+            item.score = item.fused * item.recency * item.salience
+        return sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))
+
+    async def _candidates(
         self, tenant: str, fused: dict[str, float], seen: dict[str, list[ChannelHit]]
     ) -> list[tuple[Item, float]]:
+        """Items (chunks without their text) with each one's salience."""
         chunk_ids = [i for i in fused if ":" not in i]
         refs = [i for i in fused if ":" in i]
-        chunks = await self._store.get_chunks(tenant, chunk_ids)
-        records = await self._store.get_records(tenant, refs)
-        notes = await self._store.notes_for_records(tenant, refs)
+        chunk_notes = await self._store.chunk_notes(tenant, chunk_ids)
+        records = await self._store.get_records(tenant, refs) if refs else {}
+        notes = await self._store.notes_for_records(tenant, refs) if refs else {}
         out: list[tuple[Item, float]] = []
-        for cid, view in chunks.items():
-            n = view.note
+        for cid, n in chunk_notes.items():
             item = Item(
                 id=cid,
                 kind="chunk",
-                text=view.text,
+                text="",
                 episode_id=n.id,
                 date=n.date,
                 title=n.title,
                 path=n.path,
-                heading=view.heading,
                 citation=f"[[{n.title}]]",
                 sensitive=n.sensitive,
                 channels=seen[cid],
                 fused=fused[cid],
-                attributes={"tags": list(n.tags), "start": view.start, "end": view.end},
+                attributes={"tags": list(n.tags)},
             )
             out.append((item, n.salience))
         for ref, record in records.items():
@@ -340,6 +350,21 @@ class Searcher:
                     _record_salience(record),
                 )
             )
+        return out
+
+    async def _hydrate(self, tenant: str, items: list[Item]) -> list[Item]:
+        """Fills in the text, heading and offsets of the chunks among ``items`` (records come
+        whole from ``rank``); a chunk deleted since it was ranked is dropped."""
+        views = await self._store.get_chunks(tenant, [i.id for i in items if i.kind == "chunk"])
+        out: list[Item] = []
+        for item in items:
+            if item.kind == "chunk":
+                view = views.get(item.id)
+                if view is None:
+                    continue
+                item.text, item.heading = view.text, view.heading
+                item.attributes.update(start=view.start, end=view.end)
+            out.append(item)
         return out
 
 

@@ -6,8 +6,13 @@ They live in the package, like ``memex.shared.testing``, so every backend's test
 from __future__ import annotations
 
 import hashlib
+import json
+import random
 import textwrap
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +27,13 @@ def vec(*weights: float) -> list[float]:
     values[: len(weights)] = weights
     norm = float(np.linalg.norm(values)) or 1.0
     return [float(v) for v in values / norm]
+
+
+def random_unit(rng: random.Random) -> list[float]:
+    """A random L2-normalised DIM vector."""
+    values = [rng.gauss(0, 1) for _ in range(DIM)]
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
 
 
 def axis(i: int) -> list[float]:
@@ -94,3 +106,16 @@ def write(root: Path, rel: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip())
     return path
+
+
+def weaviate_get(url: str, api_key: str) -> Any:
+    """GET ``url`` of a Weaviate server's REST API as JSON; None when it answers 404 (an object
+    that is not there)."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return json.load(reply)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise

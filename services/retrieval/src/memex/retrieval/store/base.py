@@ -299,6 +299,10 @@ class Store(Protocol):
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """The chunks that exist, by id, with their note's metadata."""
 
+    async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
+        """For each of the chunks that exist, its note's metadata: what ranking search results
+        needs, without the texts that ``get_chunks`` reads."""
+
     async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
         """Every chunk of one note, in ordinal order; empty for an unknown note."""
 

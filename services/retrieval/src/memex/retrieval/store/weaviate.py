@@ -57,17 +57,25 @@ class WeaviateStore(WeaviateCollections):
     async def upsert_note(self, tenant: str, note: Note) -> None:
         """Note with an empty fingerprint first (a crash from here on makes the indexer redo
         the note), then the chunks, then the old chunks not in this version go, and the real
-        fingerprint is written last."""
+        fingerprint is written last.
+
+        Old chunks are deleted by their ids, never by a "not one of these" filter: Weaviate
+        deletes the union of what a quorum of replicas match, and a replica still applying the
+        insert above can list a new chunk under ``note_id`` before its ``chunk_id``, so a
+        negative filter would delete a chunk that was just written (seen in the cluster test).
+        """
         chunks = [codec.chunk_object(note, c, self.dimension) for c in note.chunks]
         name = await self._writable(tenant)
         notes, chunk_col = self._col("note", name), self._col("chunk", name)
         await self._insert(notes, [codec.note_object(note, "")])
         await self._insert(chunk_col, chunks)
-        stale = Filter.by_property("note_id").equal(note.id)
-        if note.chunks:
-            keep = [c.id for c in note.chunks]
-            stale = stale & Filter.by_property("chunk_id").contains_none(keep)
-        await self._delete(chunk_col, stale)
+        held = await self._fetch_ids(chunk_col, "note_id", [note.id], ["chunk_id"])
+        stale = {str(row["chunk_id"]) for row in held} - {c.id for c in note.chunks}
+        ids = [uuid_of("chunk", chunk_id) for chunk_id in sorted(stale)]
+        for start in range(0, len(ids), ID_BATCH):
+            await self._delete(
+                chunk_col, Filter.by_id().contains_any(ids[start : start + ID_BATCH])
+            )
         await self._insert(notes, [codec.note_object(note, note.fingerprint)])
 
     @mapped_errors
@@ -167,6 +175,20 @@ class WeaviateStore(WeaviateCollections):
             str(r["chunk_id"]): codec.chunk_view(r, notes[str(r["note_id"])])
             for r in rows
             if str(r["note_id"]) in notes
+        }
+
+    @mapped_errors
+    async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
+        """Each chunk's note metadata, without reading the chunks' texts."""
+        name = await self._readable(tenant)
+        if name is None or not chunk_ids:
+            return {}
+        rows = await self._fetch_ids(
+            self._col("chunk", name), "chunk_id", chunk_ids, ["chunk_id", "note_id"]
+        )
+        notes = await self.get_notes(tenant, sorted({str(r["note_id"]) for r in rows}))
+        return {
+            str(r["chunk_id"]): notes[str(r["note_id"])] for r in rows if str(r["note_id"]) in notes
         }
 
     @mapped_errors

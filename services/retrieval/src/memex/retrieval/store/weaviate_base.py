@@ -9,10 +9,12 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar
+from uuid import UUID
 
 import weaviate
 from weaviate.classes.config import Configure, ReplicationDeletionStrategy
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Filter
 from weaviate.classes.tenants import Tenant
 from weaviate.exceptions import (
     UnexpectedStatusCodeError,
@@ -22,6 +24,7 @@ from weaviate.exceptions import (
 )
 
 from memex.retrieval.store import weaviate_codec as codec
+from memex.retrieval.store.weaviate_leader import LEADER_WAIT, wait_for_leader
 from memex.retrieval.store.weaviate_replication import (
     FIRST_BACKOFF,
     MAX_BACKOFF,
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 BATCH = 200  # objects per insert_many call: well under gRPC message limits at 384-1024 dims
 ID_BATCH = 500  # ids per contains_any filter
 MAX_RESULTS = 10_000  # Weaviate's default QUERY_MAXIMUM_RESULTS
+# Matches no object: memex's object ids are UUIDv5 (``uuid_of``), never the nil UUID.
+_NO_OBJECT = Filter.by_id().equal(UUID(int=0))
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -68,6 +73,8 @@ def mapped_errors(
         deadline: float | None = None
         backoff = FIRST_BACKOFF
         while True:
+            if self.policy.retry_seconds > 0:
+                await self._settled.wait()  # not while a fail-over waits for a Raft leader
             node, lost = self._node, self._lost
             try:
                 if self.policy.retry_seconds <= 0:
@@ -197,6 +204,8 @@ class WeaviateCollections:
         self._switch_lock = asyncio.Lock()
         self._retired: list[weaviate.WeaviateAsyncClient] = []  # clients of nodes left behind
         self._lost = asyncio.Event()  # set when the current node is given up
+        self._settled = asyncio.Event()  # clear while a fail-over waits for a Raft leader
+        self._settled.set()
         self._watch: asyncio.Task[None] | None = None
         self._specs = collection_specs(prefix)
         self._tenants: set[str] = set()  # Weaviate tenants known to exist in every collection
@@ -289,20 +298,38 @@ class WeaviateCollections:
             if self._node != failed or self._closed:
                 return
             self._node = (failed + 1) % len(self._nodes)
+            self._settled.clear()
             self._lost.set()  # abandons the calls still running on the failed node
             self._lost = asyncio.Event()
-            old = self._client
-            # If this node does not answer either, keep the old client: the next call fails on
-            # it and moves on again.
-            with contextlib.suppress(Unavailable):
-                self._client = await _open_client(
-                    self._nodes[self._node], self._api_key, self._timeout
-                )
-            log.warning("Weaviate store now talks to %s", self._nodes[self._node])
-            if old is not self._client:
-                # Closing it now would cancel the calls still running on it (a CancelledError
-                # in the caller); they fail or finish by themselves, and close() closes it.
-                self._retired.append(old)
+            try:
+                old = self._client
+                # If this node does not answer either, keep the old client: the next call fails
+                # on it and moves on again.
+                with contextlib.suppress(Unavailable):
+                    self._client = await _open_client(
+                        self._nodes[self._node], self._api_key, self._timeout
+                    )
+                log.warning("Weaviate store now talks to %s", self._nodes[self._node])
+                if old is not self._client:
+                    # Closing it now would cancel the calls still running on it (a
+                    # CancelledError in the caller); they fail or finish by themselves, and
+                    # close() closes it.
+                    self._retired.append(old)
+                    # If the failed node led the Raft, this node may not know yet, and a write
+                    # sent now would wait on the dead leader until it returns
+                    # (weaviate_leader): hold every call until this node sees a live leader.
+                    started = time.monotonic()
+                    leader = await wait_for_leader(
+                        self._nodes[self._node], self._api_key, LEADER_WAIT
+                    )
+                    log.warning(
+                        "Weaviate Raft leader %s seen from %s after %.1fs",
+                        leader or "(none yet)",
+                        self._nodes[self._node],
+                        time.monotonic() - started,
+                    )
+            finally:
+                self._settled.set()
 
     # -- schema and tenants -----------------------------------------------------------------
     async def _ensure_schema(self) -> None:
@@ -397,6 +424,19 @@ class WeaviateCollections:
             if result.has_errors:
                 first = next(iter(result.errors.values()))
                 raise ReplicaWriteError(f"Weaviate rejected a write: {first.message}")
+        if objects and any(s.vectors and s.name == col.name for s in self._specs.values()):
+            await self._flush_vector_log(col)
+
+    async def _flush_vector_log(self, col: CollectionAsync[Any, Any]) -> None:
+        """Makes the vectors just written to ``col`` survive a crash of the server.
+
+        Weaviate v1.39, indexing synchronously, flushes a shard's write-ahead logs when a batch
+        is stored but before its vectors enter the HNSW index, whose log then sits in a memory
+        buffer until the shard's next write. ``kill -9`` in between loses those vectors from
+        the index: the objects survive, and no vector search finds them again (seen in
+        ``test_acknowledged_writes_survive_a_server_kill``). A batch delete flushes every log
+        after it runs, so a delete that matches nothing, on every replica, is the flush."""
+        await col.data.delete_many(where=_NO_OBJECT)
 
     async def _delete(self, col: CollectionAsync[Any, Any], where: Any) -> int:
         """Deletes every match (looping past the per-call cap); returns how many went."""

@@ -20,9 +20,10 @@
   from 0.2 s to 2 s, for up to ``retry_seconds``. The client library retries a refused gRPC
   connection on the same node for up to a minute before it reports anything, so the store also
   watches its node (a TCP connect every 0.5 s): two misses in a row give the node up, and the
-  calls still running on it are abandoned and run again on the next node. Running a call again
-  is safe because every store write is idempotent (objects are keyed by UUIDv5 of memex
-  ids; see ``store.base``).
+  calls still running on it are abandoned and run again on the next node, once that node reports
+  a live Raft leader (``weaviate_leader``: a write sent to a node that still believes in a dead
+  leader waits there until the leader returns). Running a call again is safe because every
+  store write is idempotent (objects are keyed by UUIDv5 of memex ids; see ``store.base``).
   A single node gets no retries: there is nowhere to go, and the error is reported at once.
 """
 

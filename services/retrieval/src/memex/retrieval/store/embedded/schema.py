@@ -158,12 +158,17 @@ STOPWORDS = frozenset(
 )
 
 
+def query_words(query: str) -> list[str]:
+    """The words a keyword search looks for: lower-cased, deduplicated, stopwords dropped unless
+    the query is only stopwords, at most ``MAX_QUERY_TERMS``."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    return ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
+
+
 def match_expression(query: str) -> str | None:
     """An FTS5 MATCH expression OR-ing the query's words, each quoted, so user text can never be
     read as FTS syntax (operators, columns, prefixes). None when the query has no words."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    words = ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
-    words = [w.replace("_", " ") for w in words]
+    words = [w.replace("_", " ") for w in query_words(query)]
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import sqlite3
@@ -29,6 +30,7 @@ from memex.retrieval.store.base import (
 )
 from memex.retrieval.store.embedded import keyword, queries, record_queries
 from memex.retrieval.store.embedded.ann import AnnIndex
+from memex.retrieval.store.embedded.keyword_index import KeywordIndex
 from memex.retrieval.store.embedded.schema import connect, is_trivial
 from memex.retrieval.store.filters import apply_query
 from memex.shared.errors import FailedPrecondition, InvalidArgument
@@ -44,7 +46,7 @@ EXACT_CANDIDATES = 50_000
 
 
 class EmbeddedStore:
-    """SQLite + FTS5 + usearch. All database work runs on one worker thread, in order."""
+    """SQLite + FTS5 + usearch + tantivy. All database work runs on one worker thread, in order."""
 
     def __init__(self, directory: Path, dimension: int, conn: sqlite3.Connection) -> None:
         self.dimension = dimension
@@ -52,6 +54,7 @@ class EmbeddedStore:
         self._conn = conn
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memex-store")
         self._ann: dict[tuple[str, str], AnnIndex] = {}
+        self._keywords: dict[str, KeywordIndex] = {}
         self._closed = False
 
     @classmethod
@@ -91,6 +94,8 @@ class EmbeddedStore:
                     ann.save(queries.generation(self._conn, tenant, kind))
                 except Exception:  # the next open rebuilds it from SQLite
                     log.exception("could not save the ANN index %s", ann.path)
+            for index in self._keywords.values():
+                index.close()  # every write already committed it and named its generation
             self._conn.close()
 
         await asyncio.get_running_loop().run_in_executor(self._pool, _close)
@@ -121,16 +126,38 @@ class EmbeddedStore:
         self._ann[key] = ann
         return ann
 
+    def _keyword_path(self, tenant: str) -> Path:
+        digest = hashlib.sha256(tenant.encode()).hexdigest()[:24]
+        return self._dir / "keyword" / f"{digest}-chunks"
+
+    def _keyword(self, tenant: str) -> KeywordIndex:
+        """The tenant's chunk keyword index, opened or rebuilt from SQLite on first use."""
+        index = self._keywords.get(tenant)
+        if index is not None:
+            return index
+        index = KeywordIndex(self._keyword_path(tenant))
+        generation = queries.generation(self._conn, tenant, CHUNKS)
+        if not index.load_if_current(generation, queries.search_text_count(self._conn, tenant)):
+            log.info("rebuilding the keyword index of a tenant from SQLite")
+            index.rebuild(queries.search_texts(self._conn, tenant), generation)
+        self._keywords[tenant] = index
+        return index
+
     @contextlib.contextmanager
     def _derived(self, tenant: str, kind: str) -> Iterator[None]:
-        """Around an ANN update that follows a commit: if it fails, the in-memory index is dropped
-        (and its file invalidated), so the next use rebuilds it from SQLite, never trusting it."""
+        """Around a derived-index update that follows a commit: if it fails, the in-memory
+        indexes (ANN, and for chunks the keyword index) are dropped and their sidecars
+        invalidated, so the next use rebuilds them from SQLite, never trusting them."""
         try:
             yield
         except BaseException:
             ann = self._ann.pop((tenant, kind), None)
             if ann is not None:
                 ann.invalidate()
+            index = self._keywords.pop(tenant, None) if kind == CHUNKS else None
+            if index is not None:
+                index.invalidate()
+                index.close()
             raise
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -150,12 +177,15 @@ class EmbeddedStore:
         vectors = [self._vector(c.vector) for c in note.chunks]
 
         def work() -> None:
-            ann = self._index(tenant, CHUNKS)
+            ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
             old, new = self._write(lambda c: queries.replace_note(c, tenant, note, vectors))
             with self._derived(tenant, CHUNKS):
                 ann.remove(old)
                 if new:
                     ann.add(np.asarray(new, dtype=np.uint64), np.stack(vectors))
+                texts = [c.search_text for c in note.chunks]
+                generation = queries.generation(self._conn, tenant, CHUNKS)
+                words.replace(old, zip(new, texts, strict=True), generation)
 
         await self._run(work)
 
@@ -163,10 +193,11 @@ class EmbeddedStore:
         """See ``Store.delete_notes``."""
 
         def work() -> int:
-            ann = self._index(tenant, CHUNKS)
+            ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
             count, old = self._write(lambda c: queries.delete_notes(c, tenant, list(note_ids)))
             with self._derived(tenant, CHUNKS):
                 ann.remove(old)
+                words.replace(old, [], queries.generation(self._conn, tenant, CHUNKS))
             return count
 
         return await self._run(work)
@@ -194,6 +225,10 @@ class EmbeddedStore:
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """See ``Store.get_chunks``."""
         return await self._run(lambda: queries.get_chunks(self._conn, tenant, list(chunk_ids)))
+
+    async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
+        """See ``Store.chunk_notes``."""
+        return await self._run(lambda: queries.chunk_notes(self._conn, tenant, list(chunk_ids)))
 
     async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
         """See ``Store.note_chunks``."""
@@ -328,8 +363,15 @@ class EmbeddedStore:
     async def search_chunks_keyword(
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
-        """See ``Store.search_chunks_keyword``."""
-        return await self._run(lambda: queries.keyword_chunks(self._conn, tenant, query, k, flt))
+        """See ``Store.search_chunks_keyword``: BM25 from the tenant's keyword index (tantivy),
+        then the filter."""
+
+        def work() -> list[Hit]:
+            index = self._keyword(tenant)
+            rank = functools.partial(index.search, query)
+            return queries.ranked_chunks(self._conn, tenant, rank, k, flt)
+
+        return await self._run(work)
 
     async def chunks_mentioning(
         self, tenant: str, entity_ids: Sequence[str], k: int, flt: SearchFilter
@@ -376,7 +418,9 @@ class EmbeddedStore:
     ) -> dict[str, int]:
         """See ``Store.note_traces``. Vectors are counted in the ANN index, not in SQLite (a
         chunk row and its vector blob go together): the note's chunk keys it still holds, plus
-        any keys beyond the tenant's chunk count (vectors of chunks already deleted)."""
+        any keys beyond the tenant's chunk count (vectors of chunks already deleted). Keyword
+        rows are those of the FTS5 table (the search texts) or, where it holds more, of the
+        keyword index (counted like the vectors)."""
         ids = list(chunk_ids)
 
         def work() -> dict[str, int]:
@@ -386,6 +430,10 @@ class EmbeddedStore:
             held = int(np.count_nonzero(ann.index.contains(keys))) if len(keys) else 0
             stale = max(0, len(ann) - queries.chunk_count(self._conn, tenant))
             counts["vectors"] = held + stale
+            words = self._keyword(tenant)
+            extra = max(0, len(words) - queries.chunk_count(self._conn, tenant))
+            indexed = words.count(rowids) + extra
+            counts["keyword index rows"] = max(counts["keyword index rows"], indexed)
             return counts
 
         return await self._run(work)
@@ -393,12 +441,15 @@ class EmbeddedStore:
     async def scrub(self, tenant: str) -> bool:
         """See ``Store.scrub``. Rows are zeroed on delete (``secure_delete``); FTS5 keeps a
         deleted chunk's terms in older index segments until they are merged, so the tenant's
-        keyword tables are merged whole ("optimize"), then the WAL, which still holds the pages
-        as they were, is checkpointed and truncated. False when a reader kept the WAL from being
-        reset."""
+        keyword tables are merged whole ("optimize"), and the keyword index, whose segments
+        likewise keep deleted chunks' terms, is rebuilt from SQLite into fresh files; then the
+        WAL, which still holds the pages as they were, is checkpointed and truncated. False when
+        a reader kept the WAL from being reset."""
 
         def work() -> bool:
             self._write(lambda c: _optimize(c, tenant))
+            generation = queries.generation(self._conn, tenant, CHUNKS)
+            self._keyword(tenant).rebuild(queries.search_texts(self._conn, tenant), generation)
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             return not busy
 
@@ -426,6 +477,8 @@ class EmbeddedStore:
                 ann = self._ann.pop((tenant, kind), None)
                 if ann is not None:
                     ann.invalidate()
+            index = self._keywords.pop(tenant, None) or KeywordIndex(self._keyword_path(tenant))
+            index.destroy()
 
         await self._run(work)
 
