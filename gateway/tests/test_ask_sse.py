@@ -41,6 +41,17 @@ def test_a_streamed_ask_is_started_deltas_then_the_checked_result(
     assert events[-1][1]["citations"][0]["support"] == "verbatim"
 
 
+def test_a_first_draft_set_aside_is_a_redraft_event_before_the_new_draft(
+    client: httpx.Client,
+) -> None:
+    events = ask(client, question="second look")
+    names = [name for name, _ in events]
+    assert names == ["started", "delta", "redraft", "delta", "delta", "delta", "result"]
+    assert events[1][1] == {"text": "I don't know."}
+    assert events[2][1] == {"reason": "reading all 4 sources"}
+    assert events[-1][1]["answer"] == "Graham returned £1,030."
+
+
 def test_without_stream_the_ask_is_one_json_answer(client: httpx.Client) -> None:
     r = client.post("/v1/ask", json={"question": "deposit?", "stream": False})
     assert r.status_code == 200
@@ -98,6 +109,6 @@ def test_the_spec_documents_both_answers(client: httpx.Client) -> None:
     ok = spec["paths"]["/v1/ask"]["post"]["responses"]["200"]
     assert ok["content"]["application/json"]["schema"]["$ref"].endswith("AskResponse")
     events = ok["content"]["text/event-stream"]["schema"]["properties"]["event"]["enum"]
-    assert events == ["started", "delta", "result", "error"]
+    assert events == ["started", "delta", "redraft", "result", "error"]
     body = spec["components"]["schemas"]["AskRequest"]["properties"]
     assert body["stream"]["type"] == "boolean"

@@ -123,7 +123,8 @@ class Orchestrator(Reads):
 
     async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskStreamResponse]:
         """The same answer, drafted word by word. ``unsure`` drafts an answer the check turns
-        into an abstention, ``old stack`` predates AskStream, ``cut off`` ends without a result."""
+        into an abstention, ``second look`` sets a first draft aside, ``old stack`` predates
+        AskStream, ``cut off`` ends without a result."""
         request = request.ask  # AskStreamRequest wraps Ask's request
         if request.question == "reasoner down":
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the reasoner: GOAWAY received")
@@ -141,6 +142,9 @@ class Orchestrator(Reads):
             yield opb.AskStreamResponse(result=opb.AskResponse(answer=ABSTENTION, abstained=True,
                 persona="analyst", grounding=opb.GroundingReport(cited=1, dropped=["[[Diary]]"])))  # fmt: skip
             return
+        if request.question == "second look":
+            yield opb.AskStreamResponse(delta="I don't know.")
+            yield opb.AskStreamResponse(redraft=opb.AskRedraft(reason="reading all 3 sources"))
         for word in ["£1,030 ", "came ", "back."]:
             yield opb.AskStreamResponse(delta=word)
         if request.question == "cut off":
@@ -413,6 +417,11 @@ async def test_ask_on_a_terminal_shows_the_draft_then_what_the_check_changed(sta
     ), checked
     assert "dropped from the draft, naming nothing memex showed the model: [[Diary]]" in checked
     assert "abstained" in checked
+    code, screen = await on_terminal(env, "ask", "second look")
+    assert code == 0
+    set_aside = "I don't know.\n— that draft is set aside: the first sources read did not answer "
+    assert set_aside + "it (reading all 3 sources)\n£1,030 came back.\n" in screen, screen
+    assert "checked against" not in screen  # the new draft stood
     code, screen = await on_terminal(env, "ask", "cut off")
     assert code == 1
     assert "£1,030 came back.\n" in screen and "unfinished draft" in screen

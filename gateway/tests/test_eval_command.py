@@ -63,9 +63,17 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         self.in_flight += 1
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
-            yield opb.AskStreamResponse(started=opb.AskStarted(model="tiny", persona="analyst"))
+            yield opb.AskStreamResponse(
+                started=opb.AskStarted(model="tiny", persona="analyst", sources=refs)
+            )
             await asyncio.sleep(0.02)
             yield opb.AskStreamResponse(delta="")  # empty deltas are not first words
+            if not abstained and "deposit" in request.question:
+                # A first pass that did not stand: its draft is set aside.
+                yield opb.AskStreamResponse(delta="I don't know.")
+                await asyncio.sleep(0.05)
+                yield opb.AskStreamResponse(redraft=opb.AskRedraft(reason="reading all 2"))
+                await asyncio.sleep(0.05)
             for word in answer.split(" "):
                 await asyncio.sleep(0.01)
                 yield opb.AskStreamResponse(delta=word + " ")
@@ -172,8 +180,16 @@ async def test_eval_json_has_every_row_and_timings(stack: Any, tmp_path: Path) -
     assert report["metrics"]["abstention"]["value"] == 1.0
     cost = report["rows"][0]
     assert cost["ok"] and cost["cited_refs"] == ["[[Allotment Tenancy Agreement]]"]
+    # The fake server briefs exactly the notes it cites, so the gold note is source [1].
+    assert (cost["briefed"], cost["gold_at"]) == (["[[Allotment Tenancy Agreement]]"], 1)
     # First words come with the first non-empty delta, before the result.
     assert 0 < cost["first_words_ms"] < cost["latency_ms"]
+    assert not cost["redrafted"] and cost["final_words_ms"] == cost["first_words_ms"]
+    # The deposit's first draft was set aside: its final draft began 100 ms later.
+    deposit = report["rows"][1]
+    assert deposit["redrafted"]
+    assert deposit["first_words_ms"] + 100 <= deposit["final_words_ms"] < deposit["latency_ms"]
+    assert report["metrics"]["redrafted"] == {"value": 1 / 3, "hits": 1, "total": 3}
     assert report["metrics"]["latency_ms"]["p95"] >= report["metrics"]["latency_ms"]["p50"] > 0
 
 

@@ -252,6 +252,30 @@ def test_summary_rates_follow_the_definitions() -> None:
     assert markdown.startswith("# memex eval") and "| allotment-cost |" in markdown
 
 
+def test_the_report_says_where_retrieval_put_the_gold_note() -> None:
+    def briefed(*refs: str) -> Outcome:
+        return Outcome("It is cheap.", False, ("[[Other]]",), 1000, 500, briefed=refs)
+
+    rows = [
+        judge(ALLOTMENT, briefed("[[Other]]", "[[allotment tenancy agreement]]")),
+        judge(ALLOTMENT, briefed("[[A]]", "[[B]]", "[[C]]", "[[Allotment Tenancy Agreement]]")),
+        judge(ALLOTMENT, briefed("[[A]]", "[[B]]")),
+        judge(ALLOTMENT, Outcome("£48 a year", False, ())),  # an older server briefs nothing
+        judge(UNKNOWN, Outcome("no", True, briefed=("[[A]]",))),
+    ]
+    assert [r.gold_at for r in rows] == [2, 4, None, None, None]
+    s = summarize(rows)
+    assert (s.gold_briefed.hits, s.gold_briefed.total) == (2, 3)
+    assert (s.gold_leading.hits, s.gold_leading.total) == (1, 3)
+    text = eval_report.render_text(s, rows, {})
+    assert "source [2] of 2" in text and "not briefed" in text
+    assert "gold note in sources [1]-[3]" in text
+    report = eval_report.report_dict(s, rows, {})
+    assert report["rows"][1]["gold_at"] == 4
+    assert report["metrics"]["gold_briefed"] == {"value": 2 / 3, "hits": 2, "total": 3}
+    assert "| source [4] of 4 |" in eval_report.render_markdown(s, rows, {})
+
+
 def test_an_empty_rate_is_not_a_number() -> None:
     s = summarize([judge(UNKNOWN, Outcome("no", True))])
     assert s.cited_correct.value is None and s.citation_precision.value is None

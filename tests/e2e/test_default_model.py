@@ -67,8 +67,9 @@ def test_the_demo_question_gets_a_right_answer_citing_its_note(
 def test_the_web_chat_says_what_the_allotment_costs_with_its_source(
     default_stack: dict[str, str], page: Page
 ) -> None:
-    """Queued, the web chat's turn is answered by ask (temperature 0.1, the full briefing);
-    streamed chat reads fewer sources to speak within seconds and is less reliable."""
+    """Queued, the web chat's turn is answered by ask (greedy; its best sources first, the whole
+    briefing when they do not hold the answer); streamed chat reads fewer sources to speak
+    within seconds and is less reliable."""
     page.goto(f"http://127.0.0.1:{default_stack['MEMEX_GATEWAY_PORT']}")
     page.get_by_role("radio", name="Queue").check()
     ask(page, "What does the allotment cost?")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.answers import RefStream, declines, grade, numbers, read, rewrite
+from memex.orchestrator.answers import (
+    RefStream,
+    declines,
+    grade,
+    informative,
+    numbers,
+    read,
+    rewrite,
+)
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import segments
 from memex.orchestrator.sources import Source
@@ -129,3 +137,56 @@ def test_a_closing_number_vouches_for_the_uncited_sentences_before_it() -> None:
     assert reading.answer == (
         "Rent is £48 per year. It is due 1 January. [[Tenancy]] Ron keeps the list [[Ron]]."
     )
+
+
+def test_a_fact_cited_to_the_wrong_source_is_moved_to_the_one_that_holds_it() -> None:
+    reading = read("The rent is £48 per year [2]. Ron is the secretary [2].", SOURCES)
+    assert reading.reanchored == 1
+    assert [c.ref for c in reading.citations] == ["[[Tenancy]]", "[[Ron]]"]
+    assert reading.citations[0].support == "verbatim"
+    assert reading.answer == "The rent is £48 per year [[Tenancy]]. Ron is the secretary [[Ron]]."
+    assert (reading.report.cited, reading.report.grounded) == (2, 2)
+
+
+def test_a_shared_closing_number_keeps_naming_what_the_other_sentence_rests_on() -> None:
+    reading = read("Ron is the secretary. Rent is £48 per year. [2]", SOURCES)
+    assert reading.reanchored == 1
+    assert reading.answer == "Ron is the secretary. Rent is £48 per year. [[Ron]] [[Tenancy]]"
+
+
+def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() -> None:
+    reading = read("Ron grows prize-winning leeks in Harrogate [1].", SOURCES)
+    assert reading.reanchored == 0
+    assert [(c.ref, c.support) for c in reading.citations] == [("[[Tenancy]]", "inference")]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("What did I study at university?", "I studied at university [1].", False),
+        ("What is my blood type?", "My blood type is A [1].", False),
+        ("What does the allotment cost?", "The allotment costs £48 a year [1].", True),
+        ("Who keeps the waiting list?", "Ron [2].", True),
+        ("Did I pay the rent?", "Yes [1].", True),
+    ],
+)
+def test_an_answer_that_only_restates_the_question_is_not_informative(
+    question: str, answer: str, expected: bool
+) -> None:
+    assert informative(question, read(answer, SOURCES)) is expected
+
+
+def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> None:
+    race = source(1, "Ran the Kirkstall half marathon in the rain.", "Kirkstall")
+    assert grade("I ran the Kirkstall half marathon in 2:04:37.", race).support == "inference"
+    assert grade("I ran the Kirkstall half marathon.", race).support == "verbatim"
+
+
+def test_a_claim_whose_figure_only_another_source_holds_moves_to_that_source() -> None:
+    sources = [
+        source(1, "Chip time 2:04:37. Goal was sub-2:10.", "Kirkstall Half Marathon"),
+        source(2, "Harewood was a tune-up for the Kirkstall half marathon.", "Harewood"),
+    ]
+    reading = read("I ran the Kirkstall half marathon in 2:04:37 [2].", sources)
+    assert reading.reanchored == 1
+    assert [c.ref for c in reading.citations] == ["[[Kirkstall Half Marathon]]"]

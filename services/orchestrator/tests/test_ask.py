@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memex.orchestrator.ask import Draft, Finished, Started
+from memex.orchestrator.ask import Draft, Finished, Redraft, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.policy import scope
+from memex.orchestrator.ports import ChatMessage, GenerateOptions, Usage
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
@@ -103,14 +106,15 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
     assert [s.query for s in memory.searches] == ["boiler?"]
 
 
-async def test_plan_steps_that_find_nothing_fall_back_to_the_question(tmp_path: Path) -> None:
-    """A full memory never gets the empty-memory answer because a records step came back empty."""
+async def test_a_plan_without_a_search_searches_the_question_too(tmp_path: Path) -> None:
+    """A full memory never gets the empty-memory answer because a records step came back empty,
+    and a plan of lookups alone never keeps the notes from the model."""
     plan = {"steps": [{"tool": "query_records", "collection": "events"}]}
     memory = FakeMemory(NOTES)
     o = make_orchestrator(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
     result = await o.asker.ask("me", "What did we agree about the deposit?", include_sensitive=True)
     assert [s.query for s in memory.searches] == ["What did we agree about the deposit?"]
-    assert "fallback_search" in result.stages
+    assert "fallback_search" not in result.stages  # the search was a step of the plan
     assert result.answer != EMPTY_MEMORY_ANSWER and not result.abstained
 
 
@@ -226,14 +230,30 @@ async def test_an_answer_resting_on_sources_about_something_else_abstains(tmp_pa
     assert result.abstained and result.abstain_reason == "off_topic"
 
 
-async def test_an_answer_that_forgot_its_numbers_is_attributed_when_a_source_holds_it(
-    tmp_path: Path,
+async def test_an_answer_that_restates_the_question_abstains(tmp_path: Path) -> None:
+    model = reasoner(["The deposit was agreed [1]."])
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "What was agreed about the deposit?"
+    )
+    assert result.abstained and result.abstain_reason == "uninformative"
+
+
+@pytest.mark.parametrize(
+    ("reply", "stage"),
+    [
+        ("The boiler was fixed after three visits [1].", "reanchor"),  # the wrong number
+        ("The boiler was fixed after three visits.", "attribute"),  # no number at all
+    ],
+)
+async def test_a_fact_one_source_holds_is_cited_to_it_whatever_number_the_model_wrote(
+    tmp_path: Path, reply: str, stage: str
 ) -> None:
-    model = reasoner(["The boiler was fixed after three visits."])
+    model = reasoner([reply])
     result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask("me", "boiler?")
-    assert not result.abstained and "attribute" in result.stages
+    assert not result.abstained and stage in result.stages
     [citation] = result.citations
     assert (citation.ref, citation.support) == ("[[Boiler]]", "verbatim")
+    assert result.answer.startswith(reply.replace("[1]", "[[Boiler]]"))
 
 
 async def test_telemetry_has_a_turn_and_a_row_per_retrieved_item(tmp_path: Path) -> None:
@@ -434,3 +454,96 @@ async def test_a_persona_with_reframe_rewrites_the_question_before_planning(tmp_
     assert [s.query for s in memory.searches] == ["What deposit did Dana agree to?"]
     purposes = o.store.query("SELECT purpose FROM llm_log ORDER BY created_at")
     assert [r["purpose"] for r in purposes] == ["ask_reframe", "ask_plan", "ask_synthesize"]
+
+
+# A model this slow gets the first pass's floor (MIN_SOURCES_TOKENS, 300): two of these notes.
+SLOW = 0.5
+_WEATHER = " ".join(f"Line {n} is about the weather that week." for n in range(12))
+LONG_NOTES = [replace(item, text=f"{item.text}\n\n{_WEATHER}") for item in NOTES]
+
+
+async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_answer(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The deposit is £800 [1]."])
+    asker = make_orchestrator(
+        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+    ).asker
+    events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
+
+    [call] = model.calls
+    prompt = call.messages[-1].content
+    assert "[1] Flat lease" in prompt and "[2] Boiler" in prompt and "[3]" not in prompt
+    started, *drafts, finished = events
+    assert isinstance(started, Started) and len(started.sources) == 4  # the whole briefing
+    # The first pass streams: its draft is the answer when it stands.
+    texts = [d.text for d in drafts if isinstance(d, Draft)]
+    assert len(texts) == len(drafts)
+    assert "".join(texts) == "The deposit is £800 [[Flat lease]]."
+    assert isinstance(finished, Finished)
+    result = finished.result
+    assert not result.abstained and result.stages == ["retrieve", "synthesize", "ground_check"]
+    assert [c.ref for c in result.citations] == ["[[Flat lease]]"]
+
+
+@dataclass
+class TwoAnswers(ScriptedReasoner):
+    """Answers the first answer call with one reply and every later one with another."""
+
+    later: list[str] = field(default_factory=list)
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
+    ) -> AsyncGenerator[str, None]:
+        if self.calls:
+            self.replies = {ANSWER: self.later}
+        async for piece in super().generate(messages, options, usage):
+            yield piece
+
+
+async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_whole_briefing(
+    tmp_path: Path,
+) -> None:
+    model = TwoAnswers({ANSWER: ["I don't know."]}, later=["Fixed after three visits [2]."])
+    asker = make_orchestrator(
+        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+    ).asker
+    events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
+
+    first, widened = (c.messages[-1].content for c in model.calls)
+    # The widened prompt starts as the first did, so the model reads only what was added.
+    assert widened.startswith(first.split("\n\nQuestion:")[0] + "\n\n[3] Therapy")
+    # The first draft streams, is set aside (Redraft), and the widened answer follows it.
+    redraft = next(i for i, e in enumerate(events) if isinstance(e, Redraft))
+    assert events[redraft] == Redraft("reading all 4 sources")
+    before = [e.text for e in events[:redraft] if isinstance(e, Draft)]
+    after = [e.text for e in events[redraft:] if isinstance(e, Draft)]
+    assert "".join(before) == "I don't know."
+    assert "".join(after) == "Fixed after three visits [[Boiler]]."
+    assert sum(isinstance(e, Redraft) for e in events) == 1
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    result = finished.result
+    assert not result.abstained
+    assert result.stages == [
+        "retrieve",
+        "synthesize",
+        "ground_check",
+        "widen",
+        "synthesize",
+        "ground_check",
+    ]
+    assert [c.ref for c in result.citations] == ["[[Boiler]]"]
+
+
+async def test_a_model_fast_enough_for_the_whole_briefing_answers_in_one_call(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The deposit is £800 [1]."])
+    asker = make_orchestrator(
+        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=1000.0
+    ).asker
+    result = await asker.ask("me", "the deposit?", include_sensitive=True)
+    [call] = model.calls
+    assert "[4] Record: Dana Ruiz" in call.messages[-1].content
+    assert result.stages == ["retrieve", "synthesize", "ground_check"]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import terms
 from memex.orchestrator.sources import (
     EMPTY_MEMORY_NOTE,
     estimate_tokens,
+    leading,
     render_all,
     select,
     tighten,
@@ -78,3 +81,31 @@ def test_a_short_chunk_is_shown_whole_and_repeats_are_skipped() -> None:
 
 def test_an_empty_memory_is_said_literally() -> None:
     assert render_all([]) == EMPTY_MEMORY_NOTE
+
+
+@pytest.mark.parametrize(
+    "forms",
+    [
+        "study studied studies",
+        "cost costs",
+        "carry carried",
+        "move moving moved",
+        "vote voting voted",
+        "agree agreed",
+        "run running",
+        "plan planned",
+        "fill filling",
+    ],
+)
+def test_the_forms_of_a_word_share_one_stem(forms: str) -> None:
+    stems = {stem for word in forms.split() for stem in terms(word)}
+    assert len(stems) == 1, stems
+
+
+def test_a_first_pass_is_the_leading_sources_that_fit_and_at_least_one() -> None:
+    items = [item(n, f"Sentence number {n} about the garden. " * 10) for n in range(1, 9)]
+    sources = select(items, "garden", token_budget=10_000, excerpt_chars=1600, limit=8)
+    one = estimate_tokens(render_all(sources[:1]))
+    assert leading(sources, one * 2 + 10) == sources[:2]
+    assert leading(sources, 1) == sources[:1]
+    assert leading(sources, 10_000) == sources

@@ -73,6 +73,19 @@ def test_personal_data_is_redacted(text: str, label: str) -> None:
         assert secret not in redacted
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Warden Retro — Sprint 14 (2025-09-26)",
+        "fixed on 2026-03-14, 3 visits",
+        "from 01/02/2026 to 14.03.2026",
+        "week 11, 13 September 2026",
+    ],
+)
+def test_dates_and_small_numbers_are_not_phone_numbers(text: str) -> None:
+    assert redact(text) == text
+
+
 def test_sensitive_item_text_is_redacted_and_ordinary_text_kept() -> None:
     note = "Therapy session: talked about the panic attacks."
     text = f"Excerpts:\n{note}\nAlso: the boiler was fixed on 2026-03-14, 3 visits."

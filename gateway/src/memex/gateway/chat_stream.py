@@ -75,6 +75,8 @@ def ask_event(message: opb.AskStreamResponse) -> Event:
         )
     if kind == "delta":
         return "delta", models.ChatDelta(text=message.delta)
+    if kind == "redraft":
+        return "redraft", models.AskRedraft(reason=message.redraft.reason)
     if kind == "result":
         return "result", convert.ask(message.result)
     return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")

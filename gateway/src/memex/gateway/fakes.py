@@ -24,6 +24,10 @@ from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
 
 Context = grpc.aio.ServicerContext[Any, Any]
+# How a streaming handler learns its call was cancelled: CancelledError while it awaits, but
+# GeneratorExit at its `yield` when grpc.aio was cancelled while sending the last message (the
+# handler task dies outside the generator, which is then closed).
+STREAM_CANCELLED = (asyncio.CancelledError, GeneratorExit)
 STAMP = "2026-03-01T10:00:00Z"
 CITATION = common_pb2.Citation(
     ref="[[Flat lease]]",
@@ -201,8 +205,9 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
 
     Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
     waits until cancelled (setting ``ask_cancelled``), before any event when streamed. A
-    streamed ask also takes ``fail after`` (started, a word, then UNAVAILABLE) and ``slow words``
-    (started, then words until cancelled, setting ``ask_cancelled``). A chat message ``fail
+    streamed ask also takes ``fail after`` (started, a word, then UNAVAILABLE), ``second look``
+    (a first draft set aside by a redraft, then the answer) and ``slow words`` (started, then
+    words until cancelled, setting ``ask_cancelled``). A chat message ``fail
     before`` is refused before the first event, ``fail after`` fails mid-stream, ``slow`` streams
     until cancelled (setting ``cancelled``), ``idle`` waits a second before replying.
     """
@@ -261,12 +266,15 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         if request.question == "fail after":
             yield pb.AskStreamResponse(delta="Half a ")
             await context.abort(grpc.StatusCode.UNAVAILABLE, "reasoner gone")
+        if request.question == "second look":
+            yield pb.AskStreamResponse(delta="I don't know.")
+            yield pb.AskStreamResponse(redraft=pb.AskRedraft(reason="reading all 4 sources"))
         if request.question == "slow words":
             try:
                 for n in range(100_000):
                     yield pb.AskStreamResponse(delta=f"{n} ")
                     await asyncio.sleep(0.02)
-            except asyncio.CancelledError:
+            except STREAM_CANCELLED:
                 self.ask_cancelled.set()
                 raise
         for piece in ANSWER_DRAFT:
@@ -312,7 +320,7 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
                 for n in range(100_000):
                     yield pb.ChatResponse(delta=f"{n} ")
                     await asyncio.sleep(0.02)
-            except asyncio.CancelledError:
+            except STREAM_CANCELLED:
                 self.cancelled.set()
                 raise
         if request.message == "idle":

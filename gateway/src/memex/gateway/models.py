@@ -125,6 +125,14 @@ class AskStarted(BaseModel):
     )
 
 
+class AskRedraft(BaseModel):
+    """`event: redraft`, at most once in a streamed ask: the draft so far is set aside. The best
+    sources, read first, did not answer the question; the model now reads all of them, and the
+    deltas that follow start a new draft."""
+
+    reason: str = Field(description='In words a person can read: "reading all 8 sources".')
+
+
 class ChatRequest(Strict):
     message: str = Field(min_length=1, max_length=MAX_TEXT)
     conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")

@@ -326,6 +326,7 @@ class AskStreamResponse(_message.Message):
     STARTED_FIELD_NUMBER: _builtins.int
     DELTA_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    REDRAFT_FIELD_NUMBER: _builtins.int
     delta: _builtins.str
     """Draft answer text as the model writes it; source numbers already read as [[Note]] refs."""
     @_builtins.property
@@ -334,22 +335,49 @@ class AskStreamResponse(_message.Message):
     def result(self) -> Global___AskResponse:
         """The checked answer; always the last event."""
 
+    @_builtins.property
+    def redraft(self) -> Global___AskRedraft:
+        """The draft so far is set aside: the best sources, read first, did not answer the question,
+        so the model now reads all of them. The deltas after this start a new draft.
+        """
+
     def __init__(
         self,
         *,
         started: Global___AskStarted | None = ...,
         delta: _builtins.str = ...,
         result: Global___AskResponse | None = ...,
+        redraft: Global___AskRedraft | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "result", b"result", "started", b"started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "redraft", b"redraft", "result", b"result", "started", b"started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "result", b"result", "started", b"started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "event", b"event", "redraft", b"redraft", "result", b"result", "started", b"started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["started", "delta", "result"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["started", "delta", "result", "redraft"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___AskStreamResponse: _TypeAlias = AskStreamResponse  # noqa: Y015
+
+@_typing.final
+class AskRedraft(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Why, in words a person can read ("reading all 8 sources")."""
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AskRedraft: _TypeAlias = AskRedraft  # noqa: Y015
 
 @_typing.final
 class ChatRequest(_message.Message):

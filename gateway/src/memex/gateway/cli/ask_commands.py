@@ -30,6 +30,7 @@ EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = (
 ABSTAINED = "— memex could not check that against your notes:"
 REVISED = "— checked against your notes, the answer reads:"
 UNFINISHED = "— (an unfinished draft, not checked against your notes)"
+REDRAFTED = "— that draft is set aside: the first sources read did not answer it"
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
@@ -76,6 +77,10 @@ async def stream_ask(stub: Stub, request: pb.AskRequest, *, live: bool, spin: bo
                         await spinner.stop()
                         shown += text
                         print(text, end="", flush=True)
+                elif kind == "redraft" and live and shown:
+                    # The draft on screen stays, marked as set aside; the new one follows it.
+                    print(f"\n{REDRAFTED} ({event.redraft.reason})", flush=True)
+                    shown = ""
                 elif kind == "result":
                     reply = event.result
         except grpc.aio.AioRpcError as exc:

@@ -113,12 +113,20 @@ def load(path: Path, data: Path | None) -> list[Question] | int:
 async def ask_one(stub: Stub, request: pb.AskRequest) -> tuple[Outcome, pb.AskResponse | None]:
     """One streamed ask, timed: the result, and when the first words came."""
     started = time.perf_counter()
-    first: float | None = None
+    first: float | None = None  # the first words shown
+    final: float | None = None  # the first words of the draft after the last redraft
+    redrafted = False
+    briefed: tuple[str, ...] = ()
     try:
         async for event in stub.AskStream(pb.AskStreamRequest(ask=request)):
             kind = event.WhichOneof("event")
-            if kind == "delta" and event.delta.strip() and first is None:
-                first = time.perf_counter()
+            if kind == "started":
+                briefed = tuple(event.started.sources)
+            elif kind == "delta" and event.delta.strip():
+                first = first or time.perf_counter()
+                final = final or time.perf_counter()
+            elif kind == "redraft":
+                redrafted, final = True, None
             elif kind == "result":
                 done = time.perf_counter()
                 r = event.result
@@ -128,6 +136,9 @@ async def ask_one(stub: Stub, request: pb.AskRequest) -> tuple[Outcome, pb.AskRe
                     cited_refs=tuple(c.ref for c in r.citations),
                     latency_ms=(done - started) * 1000,
                     first_words_ms=((first or done) - started) * 1000,
+                    briefed=briefed,
+                    redrafted=redrafted,
+                    final_words_ms=((final or done) - started) * 1000,
                 ), r
     except grpc.aio.AioRpcError as exc:
         if exc.code() in FATAL:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memex.gateway.cli.eval_scoring import Change, Rate, Row, Summary, squash
+from memex.gateway.cli.eval_scoring import LEADING, Change, Rate, Row, Summary, squash
 
 EXCERPT = 160
 
@@ -37,10 +37,17 @@ def metric_lines(s: Summary) -> list[tuple[str, str]]:
         ("citation precision", _pct(s.citation_precision)),
         ("abstention (unanswerable)", _pct(s.abstention)),
         ("false abstention (answerable)", _pct(s.false_abstention)),
+        ("gold note briefed (answerable)", _pct(s.gold_briefed)),
+        (f"gold note in sources [1]-[{LEADING}]", _pct(s.gold_leading)),
         ("ask latency p50 / p95", f"{_ms(s.latency_ms['p50'])} / {_ms(s.latency_ms['p95'])}"),
         (
             "first words p50 / p95",
             f"{_ms(s.first_words_ms['p50'])} / {_ms(s.first_words_ms['p95'])}",
+        ),
+        ("first draft set aside", _pct(s.redrafted)),
+        (
+            "first kept words p50 / p95",
+            f"{_ms(s.final_words_ms['p50'])} / {_ms(s.final_words_ms['p95'])}",
         ),
     ]
 
@@ -58,8 +65,12 @@ def row_dict(row: Row) -> dict[str, Any]:
         "abstained": o.abstained,
         "cited_refs": list(o.cited_refs),
         "gold": list(q.gold),
+        "briefed": list(o.briefed),
+        "gold_at": row.gold_at,
         "latency_ms": round(o.latency_ms, 1),
         "first_words_ms": round(o.first_words_ms, 1),
+        "redrafted": o.redrafted,
+        "final_words_ms": round(o.final_words_ms, 1),
         "error": o.error,
     }
 
@@ -81,8 +92,12 @@ def report_dict(summary: Summary, rows: Sequence[Row], meta: dict[str, Any]) -> 
             "citation_precision": _rate_dict(summary.citation_precision),
             "abstention": _rate_dict(summary.abstention),
             "false_abstention": _rate_dict(summary.false_abstention),
+            "gold_briefed": _rate_dict(summary.gold_briefed),
+            "gold_leading": _rate_dict(summary.gold_leading),
             "latency_ms": summary.latency_ms,
             "first_words_ms": summary.first_words_ms,
+            "redrafted": _rate_dict(summary.redrafted),
+            "final_words_ms": summary.final_words_ms,
         },
         "rows": [row_dict(r) for r in rows],
     }
@@ -107,9 +122,23 @@ def render_text(summary: Summary, rows: Sequence[Row], meta: dict[str, Any]) -> 
             lines.append(f"    answer: {excerpt(o.answer) or '(empty)'}")
             lines.append(f"    cited:  {', '.join(o.cited_refs) or '(none)'}")
             if r.question.gold:
-                lines.append(f"    gold:   {', '.join(r.question.gold)}")
-            lines.append(f"    time:   {_ms(o.latency_ms)} (first words {_ms(o.first_words_ms)})")
+                where = f" ({_gold_at(r)})" if r.outcome.briefed else ""
+                lines.append(f"    gold:   {', '.join(r.question.gold)}{where}")
+            redraft = f", final draft from {_ms(o.final_words_ms)}" if o.redrafted else ""
+            lines.append(
+                f"    time:   {_ms(o.latency_ms)} (first words {_ms(o.first_words_ms)}{redraft})"
+            )
     return "\n".join(lines)
+
+
+def _gold_at(row: Row) -> str:
+    """Where retrieval put the gold note, for a reader telling retrieval misses from reading
+    misses."""
+    if not row.question.answerable or not row.outcome.briefed:
+        return ""
+    if row.gold_at is None:
+        return "not briefed"
+    return f"source [{row.gold_at}] of {len(row.outcome.briefed)}"
 
 
 def _cell(text: str) -> str:
@@ -132,8 +161,8 @@ def render_markdown(summary: Summary, rows: Sequence[Row], meta: dict[str, Any])
         "",
         "## Questions",
         "",
-        "| id | question | verdict | answer | cited | latency | first words |",
-        "|---|---|---|---|---|---|---|",
+        "| id | question | verdict | answer | cited | gold briefed | latency | first words |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: r.ok):
         o = r.outcome
@@ -149,6 +178,7 @@ def render_markdown(summary: Summary, rows: Sequence[Row], meta: dict[str, Any])
                     verdict,
                     answer + excerpt(o.answer, 120),
                     ", ".join(o.cited_refs),
+                    _gold_at(r),
                     _ms(o.latency_ms) if not o.error else "",
                     _ms(o.first_words_ms) if not o.error else "",
                 )

@@ -17,6 +17,9 @@ from typing import Any
 # A fact is a list of alternative phrasings; any one of them counts.
 Fact = tuple[str, ...]
 
+# Sources counted as "leading" by the retrieval metric: about what the ask's first pass reads on
+# a 2-core CPU (docs/orchestrator.md), so a gold note below them is answered only by widening.
+LEADING = 3
 _KNOWN_KEYS = {"id", "question", "query_id", "gold", "facts", "answerable", "note"}
 
 
@@ -285,6 +288,11 @@ class Outcome:
     latency_ms: float = 0.0
     first_words_ms: float = 0.0
     error: str = ""
+    briefed: tuple[str, ...] = ()  # the sources the model was given, in their order [1]..[n]
+    # The first draft was set aside (a first pass that did not stand); ``final_words_ms`` is when
+    # the first words of the draft that became the answer came (= first_words_ms otherwise).
+    redrafted: bool = False
+    final_words_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -297,6 +305,14 @@ class Row:
     failed: tuple[str, ...]  # which checks failed, e.g. ("abstained",), ("missing fact: £48",)
     citations: int  # distinct refs counted for precision (answered questions only)
     precise: int
+    # Where retrieval put the first gold note: its source number, None when it was not briefed.
+    gold_at: int | None = None
+
+
+def gold_position(briefed: Sequence[str], gold: Iterable[str]) -> int | None:
+    """The number ([1]..[n]) of the first gold note among the briefed sources, or None."""
+    keys = {ref_key(g) for g in gold}
+    return next((i for i, ref in enumerate(briefed, 1) if ref_key(ref) in keys), None)
 
 
 def judge(question: Question, outcome: Outcome) -> Row:
@@ -309,13 +325,14 @@ def judge(question: Question, outcome: Outcome) -> Row:
     if not question.answerable:
         failed = () if outcome.abstained else ("answered (should abstain)",)
         return Row(question, outcome, not failed, failed, counted, 0)
+    gold_at = gold_position(outcome.briefed, question.gold)
     precise = sum(is_gold(r, question.gold) for r in refs) if answered else 0
     if not answered:
-        return Row(question, outcome, False, ("abstained",), 0, 0)
+        return Row(question, outcome, False, ("abstained",), 0, 0, gold_at)
     checks = [f"missing fact: {f}" for f in missing_facts(outcome.answer, question.facts)]
     if not precise:
         checks.append("no gold citation")
-    return Row(question, outcome, not checks, tuple(checks), counted, precise)
+    return Row(question, outcome, not checks, tuple(checks), counted, precise, gold_at)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -352,8 +369,14 @@ class Summary:
     citation_precision: Rate
     abstention: Rate
     false_abstention: Rate
+    # Retrieval's share: answerable questions whose gold note was briefed at all, and among the
+    # first LEADING sources (what a slow CPU's first pass reads).
+    gold_briefed: Rate = Rate(0, 0)
+    gold_leading: Rate = Rate(0, 0)
     latency_ms: dict[str, float | None] = field(default_factory=dict)
     first_words_ms: dict[str, float | None] = field(default_factory=dict)
+    redrafted: Rate = Rate(0, 0)
+    final_words_ms: dict[str, float | None] = field(default_factory=dict)
 
 
 def summarize(rows: Sequence[Row]) -> Summary:
@@ -363,7 +386,9 @@ def summarize(rows: Sequence[Row]) -> Summary:
     unanswerable = [r for r in rows if not r.question.answerable]
     ran = [r for r in rows if not r.outcome.error]
     latencies = [r.outcome.latency_ms for r in ran]
+    briefed = [r for r in answerable if r.outcome.briefed]
     first = [r.outcome.first_words_ms for r in ran]
+    final = [r.outcome.final_words_ms for r in ran]
     return Summary(
         questions=len(rows),
         answerable=len(answerable),
@@ -378,8 +403,14 @@ def summarize(rows: Sequence[Row]) -> Summary:
         false_abstention=Rate(
             sum(r.outcome.abstained and not r.outcome.error for r in answerable), len(answerable)
         ),
+        gold_briefed=Rate(sum(r.gold_at is not None for r in briefed), len(briefed)),
+        gold_leading=Rate(
+            sum(r.gold_at is not None and r.gold_at <= LEADING for r in briefed), len(briefed)
+        ),
         latency_ms={"p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
         first_words_ms={"p50": percentile(first, 50), "p95": percentile(first, 95)},
+        redrafted=Rate(sum(r.outcome.redrafted for r in ran), len(ran)),
+        final_words_ms={"p50": percentile(final, 50), "p95": percentile(final, 95)},
     )
 
 

@@ -7,18 +7,25 @@ supports the claim, and the support label is graded from how much of the claim t
 holds (figures weigh double): verbatim when the claim's words are the source's, paraphrase when
 most of them are there, inference otherwise. Models that still write ``[[Note Title]]`` are
 understood too.
+
+Small models often copy a fact right and then write the number of a neighbouring source
+("2:04:37 [4]" when [1] holds it). A claim that its named sources support only by inference,
+but another shown source supports, is re-anchored to that source, in the citations and in the
+answer's text; the reading counts how many were moved.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memex.orchestrator.citations import parse_citations, police
 from memex.orchestrator.items import Citation, GroundingReport, Support
 from memex.orchestrator.lexical import (
+    Segment,
     coverage,
+    is_number,
     segments,
     squash,
     strip_list_mark,
@@ -66,6 +73,8 @@ class Reading:
     declined: bool  # the model said the sources do not answer the question
     support: float  # how well the best-supported claim is covered by its cited sentence
     attributed: bool  # citations found for an answer that cited nothing itself
+    reanchored: int = 0  # claims whose number named the wrong source, moved to the right one
+    claims: tuple[str, ...] = ()  # the answer's sentences, without their numbers
 
 
 def numbers(group: str) -> list[int]:
@@ -137,23 +146,32 @@ class _Grade:
 
 
 def grade(claim: str, source: Source) -> _Grade:
-    """How well ``source`` supports ``claim``, with the sentence that supports it best."""
+    """How well ``source`` (its title and excerpt) supports ``claim``, with the sentence that
+    supports it best. A figure of the claim (an amount, a date, a time) that the source does not
+    hold anywhere, title and date included, leaves it an inference however many of its words
+    are there."""
     claim_terms = terms(claim)
     best_cover, best_quote = 0.0, ""
     for part in source.segments:
         cover = coverage(claim_terms, terms(part.text))
         if cover > best_cover:
             best_cover, best_quote = cover, strip_list_mark(part.text)
-    whole = coverage(claim_terms, terms(source.excerpt))
+    # The model reads a source's title in its header ("[1] Kirkstall Half (2026-10-11)").
+    whole = coverage(claim_terms, terms(f"{source.item.title} {source.excerpt}"))
     quote = best_quote or strip_list_mark(source.excerpt)
     if len(quote) > QUOTE_CAP:
         quote = quote[:QUOTE_CAP].rsplit(" ", 1)[0]
+    cover = max(best_cover, whole)
+    held = set(terms(f"{source.item.title} {source.item.date} {source.excerpt}"))
+    if any(is_number(term) and term not in held for term in claim_terms):
+        return _Grade("inference", cover, quote)
     bare = squash(claim).strip(" .")
-    if (bare and bare in squash(source.excerpt)) or best_cover >= VERBATIM_AT:
-        return _Grade("verbatim", max(best_cover, whole), quote)
-    if max(best_cover, whole) >= PARAPHRASE_AT:
-        return _Grade("paraphrase", max(best_cover, whole), quote)
-    return _Grade("inference", max(best_cover, whole), quote)
+    verbatim = bare and (bare in squash(source.excerpt) or bare in squash(source.shown))
+    if verbatim or best_cover >= VERBATIM_AT:
+        return _Grade("verbatim", cover, quote)
+    if cover >= PARAPHRASE_AT:
+        return _Grade("paraphrase", cover, quote)
+    return _Grade("inference", cover, quote)
 
 
 _RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
@@ -162,61 +180,109 @@ _RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
 _LEADING_MARKERS = re.compile(rf"(?:\s*(?:{MARKER.pattern}))+", re.IGNORECASE)
 
 
-def _pieces(text: str) -> list[str]:
+def _pieces(text: str) -> list[Segment]:
     """The answer's sentences, with numbers that open a sentence ("... January. [1] Ron")
     split off into a piece of their own: they close the sentence before."""
-    out: list[str] = []
+    out: list[Segment] = []
     for part in segments(text):
         leading = _LEADING_MARKERS.match(part.text)
         if leading and 0 < leading.end() < len(part.text):
-            out += [part.text[: leading.end()], part.text[leading.end() :]]
+            cut = part.start + leading.end()
+            out += [
+                Segment(part.start, cut, part.text[: leading.end()]),
+                Segment(cut, part.end, part.text[leading.end() :]),
+            ]
         else:
-            out.append(part.text)
+            out.append(part)
     return out
 
 
-def _claims(
-    text: str, sources: Sequence[Source]
-) -> tuple[list[tuple[str, list[Source]]], list[str]]:
+@dataclass
+class _Claim:
+    """One sentence of an answer, the sources its numbers name, and where those numbers are."""
+
+    text: str
+    named: list[Source] = field(default_factory=list)
+    markers: list[tuple[int, int]] = field(default_factory=list)  # spans in the answer
+    moved: bool = False
+
+
+def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
     """Each sentence of the answer with the sources its markers name; a sentence that is only
     markers ("[1][2]") belongs to the sentence before it."""
-    claims: list[tuple[str, list[Source]]] = []
+    claims: list[_Claim] = []
     dropped: list[str] = []
     uncited = 0  # sentences just before this one that named no source
     for piece in _pieces(text):
         named: list[Source] = []
-        for match in MARKER.finditer(piece):
+        spans: list[tuple[int, int]] = []
+        for match in MARKER.finditer(piece.text):
             found, missing = _cited(match, sources)
             named.extend(found)
             dropped.extend(missing)
-        claim = MARKER.sub(" ", piece).strip()
+            if found:
+                spans.append((piece.start + match.start(), piece.start + match.end()))
+        claim = MARKER.sub(" ", piece.text).strip()
         # A number vouches for its sentence and for the uncited sentences right before it
         # ("... due in January. Paid in cash. [2]"); numbers alone ("[1][2]") belong to the
         # sentences before them.
         if not terms(claim) and claims:
             targets = claims[len(claims) - max(uncited, 1) :]
         else:
-            claims.append((claim, []))
+            claims.append(_Claim(claim))
             targets = claims[len(claims) - 1 - uncited :]
         if named:
-            for _, cited in targets:
-                cited.extend(named)
+            for target in targets:
+                target.named.extend(named)
+                target.markers.extend(spans)
             uncited = 0
         elif terms(claim):
             uncited += 1
     return claims, dropped
 
 
+def _reanchor(claim: _Claim, sources: Sequence[Source]) -> None:
+    """Moves ``claim`` to the shown source that supports it (paraphrase or better) when the
+    sources it names support it only by inference."""
+    named = list(dict.fromkeys(claim.named))
+    if not named or any(grade(claim.text, s).support != "inference" for s in named):
+        return
+    graded = [(grade(claim.text, s), s) for s in sources if s not in named]
+    best = max(graded, key=lambda pair: (_RANK[pair[0].support], pair[0].cover), default=None)
+    if best is not None and best[0].support != "inference":
+        claim.named, claim.moved = [best[1]], True
+
+
+def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
+    """``text`` with the markers of moved claims naming the sources they were moved to."""
+    numbers_at: dict[tuple[int, int], list[int]] = {}
+    for claim in claims:
+        for span in claim.markers:
+            numbers_at.setdefault(span, []).extend(s.number for s in claim.named)
+    moved = {span for claim in claims if claim.moved for span in claim.markers}
+    out, at = [], 0
+    for start, end in sorted(moved):
+        wanted = ", ".join(str(n) for n in dict.fromkeys(numbers_at[(start, end)]))
+        out += [text[at:start], f"[{wanted}]"]
+        at = end
+    return "".join(out) + text[at:]
+
+
 def read(text: str, sources: Sequence[Source]) -> Reading:
     """Grounds and grades a numbered answer against the sources it was written from."""
     claims, dropped = _claims(text, sources)
+    for claim in claims:
+        _reanchor(claim, sources)
+    reanchored = sum(claim.moved for claim in claims)
+    if reanchored:
+        text = _renumbered(text, claims)
     best: dict[int, tuple[_Grade, Source]] = {}
     order: list[int] = []
     cited = len(dropped)
-    for claim, named in claims:
-        for source in dict.fromkeys(named):
+    for claim in claims:
+        for source in dict.fromkeys(claim.named):
             cited += 1
-            graded = grade(claim, source)
+            graded = grade(claim.text, source)
             held = best.get(source.number)
             if held is None:
                 order.append(source.number)
@@ -228,8 +294,8 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
     declined = declines(text)
     attributed = False
     if not best and not declined:
-        for claim, _ in claims:
-            graded_all = [(grade(claim, s), s) for s in sources]
+        for claim in claims:
+            graded_all = [(grade(claim.text, s), s) for s in sources]
             if not graded_all:
                 break
             graded, source = max(graded_all, key=lambda g: g[0].cover)
@@ -257,6 +323,8 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         declined=declined,
         support=max((g.cover for g, _ in best.values()), default=0.0),
         attributed=attributed,
+        reanchored=reanchored,
+        claims=tuple(claim.text for claim in claims),
     )
 
 
@@ -277,7 +345,24 @@ def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Re
         declined=reading.declined,
         support=1.0 if citations else 0.0,
         attributed=False,
+        claims=reading.claims,
     )
+
+
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(?:is|are|was|were|am|do|does|did|have|has|had|can|could|will|would|should|shall)\b",
+    re.IGNORECASE,
+)
+
+
+def informative(question: str, reading: Reading) -> bool:
+    """Whether the answer says anything the question did not. "I studied at university [2]" to
+    "What did I study at university?" only restates the question, whatever it cites; so does
+    "My blood type is A". A yes/no question may be answered by "Yes [1]"."""
+    if _YES_NO_QUESTION.match(question):
+        return True
+    asked = set(terms(question))
+    return any(term not in asked for claim in reading.claims for term in terms(claim))
 
 
 def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool:

@@ -2,10 +2,15 @@
 
 By default an ask is one model call: search the question → numbered sources within a token
 budget → the model answers in prose, citing sources by number, streamed → memex grounds and
-grades the numbers itself (``answers.py``). The data-blind plan hop of SPEC B1 runs only when a
-question earns it (records, the inbox, a person's timeline, two questions at once), or always
-with ``plan_hop=always``; steps that find nothing fall back to searching the question. A persona
-may add reframe, seek-counter-evidence and revise stages, each one more audited model call.
+grades the numbers itself (``answers.py``). On a CPU too slow to read the whole briefing quickly,
+the call first reads only the best sources (what it prefills in ``ask_first_pass_seconds``); an
+answer that rests on them is the answer, and only one that does not is asked again over the whole
+briefing, whose start is the first prompt, so the model reads only what was added.
+
+The data-blind plan hop of SPEC B1 runs only when a question earns it (records, the inbox, a
+person's timeline, two questions at once), or always with ``plan_hop=always``; steps that find
+nothing fall back to searching the question. A persona may add reframe, seek-counter-evidence and
+revise stages, each one more audited model call.
 
 The stages ask shares with chat (check, retrieve, brief, generate and filter, police, record) are
 ``pipeline.py``'s; ask's own (the persona's extra calls, when to abstain) are ``ask_stages.py``'s.
@@ -46,7 +51,10 @@ from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import Source
 from memex.shared.errors import InvalidArgument
 
-ANSWER_TEMPERATURE = 0.1
+# Greedy: the same question over the same notes gets the same answer, so `memex eval --replay`
+# shows what a change did rather than what sampling did.
+ANSWER_TEMPERATURE = 0.0
+FIRST_WORDS = "ask_first_words"  # the stage timing when an ask's first words reach the reader
 
 
 @dataclass
@@ -66,7 +74,8 @@ class AskResult:
     latency_ms: float = 0.0
     turn_id: str = ""
     dropped_steps: list[str] = field(default_factory=list)
-    # "", "empty", "withheld", "declined", "uncited", "ungrounded", "unsupported" or "off_topic"
+    # "", "empty", "withheld", "declined", "uncited", "ungrounded", "unsupported", "off_topic"
+    # or "uninformative"
     abstain_reason: str = ""
 
 
@@ -87,13 +96,21 @@ class Draft:
 
 
 @dataclass(frozen=True)
+class Redraft:
+    """The draft so far is set aside: the first pass did not stand, and the model now reads the
+    whole briefing. Drafts after this start a new answer."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Finished:
     """The checked answer; always the last event."""
 
     result: AskResult
 
 
-AskEvent = Started | Draft | Finished
+AskEvent = Started | Draft | Redraft | Finished
 
 
 class Asker:
@@ -143,7 +160,8 @@ class Asker:
         *,
         include_sensitive: bool = False,
     ) -> AsyncGenerator[AskEvent, None]:
-        """The ask as events: Started, Draft..., Finished. Bad input raises before any event.
+        """The ask as events: Started, Draft..., [Redraft, Draft...], Finished. Bad input raises
+        before any event.
         ``include_sensitive``: as ``ask``."""
         started = time.perf_counter()
         # A piece that is only whitespace (the space a model writes before a digit) is carried
@@ -158,6 +176,8 @@ class Asker:
                         spacing += event.text
                         continue
                     event, spacing = Draft(spacing + event.text), ""
+                elif isinstance(event, Redraft):
+                    spacing = ""
                 if isinstance(event, Finished):
                     _count(event.result)
                 yield event
@@ -217,10 +237,11 @@ class Asker:
                         fused, include_sensitive=include_sensitive
                     )
             stages.append("seek_counter_evidence")
-        # brief
+        # brief: the whole briefing, and the best of it that a first pass reads
         sources = p.briefer.sources(
             shown, query, budget=p.briefer.ask_budget(persona, query), limit=limit
         )
+        first = p.briefer.first_pass(sources, query)
         result = AskResult(
             answer=EMPTY_MEMORY_ANSWER,
             citations=[],
@@ -236,18 +257,47 @@ class Asker:
         )
         yield Started(p.generator.model, persona.name, [s.ref for s in sources])
         if sources:
-            # generate and filter, then police (``_answer``), then ask's own abstention rules
-            with timed("synthesize"):
-                async for piece in self._answer(
-                    answer_messages(persona, sources, query), sources, persona, withheld, started
-                ):
-                    if isinstance(piece, Draft):
-                        yield piece
-                    else:
-                        reading = piece
-            stages += ["synthesize", "ground_check"]
+            reading: Reading | None = None
+            timed_from: float | None = started  # first words are timed once per ask
+            if len(first) < len(sources):
+                # the first pass, streamed: a draft that does not stand is set aside (Redraft)
+                quick: Reading | None = None
+                with timed("synthesize"):
+                    async for piece in self._answer(
+                        answer_messages(persona, first, query), first, persona, withheld, started
+                    ):
+                        if isinstance(piece, Draft):
+                            timed_from = None
+                            yield piece
+                        else:
+                            quick = piece
+                assert quick is not None  # _answer always ends with its reading
+                stages += ["synthesize", "ground_check"]
+                if self._stands(query, quick, first):
+                    reading, sources = quick, first
+                else:
+                    stages.append("widen")
+                    yield Redraft(f"reading all {len(sources)} sources")
+            if reading is None:
+                # generate and filter, then police (``_answer``), then ask's own abstention rules
+                with timed("synthesize"):
+                    async for piece in self._answer(
+                        answer_messages(persona, sources, query),
+                        sources,
+                        persona,
+                        withheld,
+                        timed_from,
+                    ):
+                        if isinstance(piece, Draft):
+                            yield piece
+                        else:
+                            reading = piece
+                stages += ["synthesize", "ground_check"]
+            assert reading is not None  # _answer always ends with its reading
             if reading.attributed:
                 stages.append("attribute")
+            if reading.reanchored:
+                stages.append("reanchor")
             if "revise" in persona.stages:
                 with timed("revise"):
                     reading = await self._revise(query, sources, persona, reading, withheld)
@@ -274,6 +324,28 @@ class Asker:
             answer=result.answer,
         )
         yield Finished(result)
+
+    def _stands(self, question: str, reading: Reading, sources: list[Source]) -> bool:
+        """Whether a first pass's answer is the answer: it would not abstain, and at least one
+        citation holds half its claim or more (not only an inference)."""
+        reason = abstain_reason(question, reading, sources, self._settings.abstain_below)
+        return not reason and any(c.support != "inference" for c in reading.citations)
+
+    async def _read(
+        self,
+        messages: list[ChatMessage],
+        sources: list[Source],
+        persona: Persona,
+        withheld: list[ShownItem],
+    ) -> Reading:
+        """One unstreamed answer to ``messages`` over ``sources``, and what checking makes of
+        it."""
+        reading: Reading | None = None
+        async for piece in self._answer(messages, sources, persona, withheld, None):
+            if isinstance(piece, Reading):
+                reading = piece
+        assert reading is not None  # _answer always ends with its reading
+        return reading
 
     def _settle(
         self, result: AskResult, question: str, reading: Reading, sources: list[Source]
@@ -311,7 +383,7 @@ class Asker:
                 max_tokens=self._settings.ask_max_tokens, temperature=ANSWER_TEMPERATURE
             ),
             withheld=withheld,
-            first_words="ask_first_words",
+            first_words=FIRST_WORDS,
             started=started,
         )
         async with contextlib.aclosing(generated):
@@ -335,17 +407,8 @@ class Asker:
             f"shown; these did not: {', '.join(draft.report.dropped) or 'none'}; weakly "
             f"supported: {', '.join(weak) or 'none'}."
         )
-        reading = draft
-        async for piece in self._answer(
-            revise_messages(persona, sources, question, draft.answer, problems),
-            sources,
-            persona,
-            withheld,
-            None,
-        ):
-            if isinstance(piece, Reading):
-                reading = piece
-        return reading
+        messages = revise_messages(persona, sources, question, draft.answer, problems)
+        return await self._read(messages, sources, persona, withheld)
 
 
 def _count(result: AskResult) -> None:

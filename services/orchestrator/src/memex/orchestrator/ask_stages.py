@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from memex.orchestrator.answers import SUPPORTED_AT, Reading, on_topic
+from memex.orchestrator.answers import SUPPORTED_AT, Reading, informative, on_topic
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.persona import Persona
@@ -43,10 +43,11 @@ class PersonaCalls:
         schema: str = "",
         max_tokens: int = 0,
     ) -> str:
-        # These calls see the question only, never a note: nothing sensitive to name.
+        # These calls see the question only, never a note: nothing sensitive to name. Greedy,
+        # like the answer: a plan sampled warm searched the notes in one run and not the next.
         options = GenerateOptions(
             max_tokens=max_tokens or self._settings.ask_max_tokens,
-            temperature=0.2,
+            temperature=0.0,
             json_schema=schema,
         )
         return await self._reasoner.complete(
@@ -109,6 +110,8 @@ def abstain_reason(
         return "unsupported"
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked
+    if not informative(question, reading):
+        return "uninformative"  # it restates the question and answers nothing
     return ""
 
 

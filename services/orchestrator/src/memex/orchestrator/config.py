@@ -61,7 +61,7 @@ class OrchestratorSettings(ServiceSettings):
         ge=0,
         le=2,
         description="Sampling temperature of chat replies. Low, because a small model sampled "
-        "warm picks the wrong amount or date from its sources; ask answers at 0.1.",
+        "warm picks the wrong amount or date from its sources; ask answers greedily.",
     )
     ask_max_tokens: int = Field(
         200, gt=0, description="Token budget of an ask's answer (asked for in 1-3 sentences)."
@@ -79,6 +79,15 @@ class OrchestratorSettings(ServiceSettings):
         description="Chat sizes its sources so the model can read its prompt in about this "
         "long, at the prefill speed the reasoner measured when it loaded (at least one short "
         "source; never more than briefing_tokens); 0 uses briefing_tokens whatever the speed.",
+    )
+    ask_first_pass_seconds: float = Field(
+        8.0,
+        ge=0,
+        description="An ask first answers from the best sources the model reads in about this "
+        "long (at the prefill speed the reasoner measured when it loaded), and reads the whole "
+        "briefing only when that answer does not rest on them. The whole briefing's start is "
+        "the first pass's prompt, so the widened call reads only what was added. 0, or a speed "
+        "the reasoner did not measure, reads the whole briefing at once.",
     )
     excerpt_chars: int = Field(
         400,

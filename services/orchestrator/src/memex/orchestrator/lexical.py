@@ -36,13 +36,32 @@ STOPWORDS = frozenset(
 
 
 def _stem(word: str) -> str:
-    """A light suffix strip, enough for costs/cost, agreed/agree, moving/move."""
-    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+    """A light suffix strip that gives the forms of a word one stem: cost/costs,
+    agree/agreed, move/moving/moved, vote/voting, study/studied/studies, plan/planned,
+    run/running."""
+    for suffix, keep in (
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "s" and word.endswith("ss"):
                 return word
-            return word[: -len(suffix)] + keep
-    return word
+            stem = word[: -len(suffix)] + keep
+            if suffix in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+                stem = stem[:-1]  # running -> run, planned -> plan
+            elif suffix == "ed" and stem.endswith("e"):
+                stem += "e"  # agreed -> agree, freed -> free
+            return _drop_final_e(stem)
+    return _drop_final_e(word)
+
+
+def _drop_final_e(stem: str) -> str:
+    # "move" and "moving" meet at "mov"; "vote" and "voting" at "vot".
+    return stem[:-1] if len(stem) >= 4 and stem.endswith("e") and not stem.endswith("ee") else stem
 
 
 def _normal(token: str) -> str:

@@ -35,10 +35,11 @@ from memex.orchestrator.sources import Source, estimate_tokens
 from memex.orchestrator.telemetry import TelemetryStore
 from memex.shared.errors import InvalidArgument
 
-PROMPT_VERSION = "2026-11-30.1"
-# However slow the model, a chat reads about 1,000 characters of sources (two or three short
-# excerpts): with less, the 1.5B model answered "I don't know" to questions its notes answer.
-MIN_CHAT_SOURCES_TOKENS = 300
+PROMPT_VERSION = "2026-12-02.1"
+# However slow the model, a chat, or an ask's first pass, reads about 1,000 characters of sources
+# (two or three short excerpts): with less, the 1.5B model answered "I don't know" to questions
+# its notes answer, or answered from the one note it saw when another held the answer.
+MIN_SOURCES_TOKENS = 300
 
 
 def checked(text: str, *, name: str, hint: str, max_chars: int) -> str:
@@ -149,6 +150,21 @@ class Briefer:
         room = self._info.context_length - s.ask_max_tokens - fixed
         return max(100, min(s.briefing_tokens, room))
 
+    def first_pass(self, sources: list[Source], question: str) -> list[Source]:
+        """The leading ``sources`` an ask's first pass reads (``first_pass_budget``); all of them
+        when there is no first pass."""
+        budget = self.first_pass_budget(question)
+        return briefing_sources.leading(sources, budget) if budget else sources
+
+    def first_pass_budget(self, question: str) -> int:
+        """Tokens of an ask's first pass: what the reasoner reads in ``ask_first_pass_seconds``
+        at its measured speed, less the question, and never under ``MIN_SOURCES_TOKENS``; 0 when
+        there is no first pass."""
+        rate, seconds = self._info.prefill_tokens_per_second, self._settings.ask_first_pass_seconds
+        if rate <= 0 or seconds <= 0:
+            return 0
+        return max(MIN_SOURCES_TOKENS, int(rate * seconds) - estimate_tokens(question))
+
     def chat_budget(self, message: str, history: Sequence[Message]) -> int:
         """Tokens a chat's sources may take: what the reasoner reads in
         ``chat_first_words_seconds`` at its measured speed, less the message and the history."""
@@ -157,7 +173,7 @@ class Briefer:
         if rate <= 0 or seconds <= 0:
             return s.briefing_tokens
         others = estimate_tokens(message) + sum(estimate_tokens(m.text) + 4 for m in history)
-        return max(MIN_CHAT_SOURCES_TOKENS, min(s.briefing_tokens, int(rate * seconds) - others))
+        return max(MIN_SOURCES_TOKENS, min(s.briefing_tokens, int(rate * seconds) - others))
 
     def sources(
         self, items: Sequence[ShownItem], query: str, *, budget: int, limit: int

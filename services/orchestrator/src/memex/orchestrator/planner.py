@@ -114,7 +114,9 @@ def _validate(raw: Any) -> Step | str:
 
 
 def parse_plan(text: str, question: str) -> Plan:
-    """Validates the model's plan; falls back to searching the question itself."""
+    """Validates the model's plan; falls back to searching the question itself. A plan with no
+    search gets the question's own search too: its lookups (records, a timeline, the inbox) add
+    to what the notes say, and must not stand in for it."""
     try:
         value = json.loads(text, strict=False)
     except ValueError:
@@ -130,6 +132,9 @@ def parse_plan(text: str, question: str) -> Plan:
             steps.append(checked)
     if not isinstance(raw_steps, list):
         dropped.append("the plan was not JSON with a steps list")
+    search = Step("search_vault", query=question)
     if not steps:
-        return Plan((Step("search_vault", query=question),), tuple(dropped), fell_back=True)
+        return Plan((search,), tuple(dropped), fell_back=True)
+    if not any(step.tool == "search_vault" for step in steps):
+        steps.insert(0, search)
     return Plan(tuple(steps), tuple(dropped), fell_back=False)

@@ -68,8 +68,9 @@ def _replace(label: str, match: re.Match[str]) -> str:
         if not _luhn_ok(digits):
             return match.group(0)  # a long number, not a card: the phone rule may still take it
     if label == "PHONE":
-        digits = re.sub(r"\D", "", match.group(0))
-        if not 8 <= len(digits) <= 15 or _DATE.fullmatch(match.group(0).strip()):
+        # A date's digits are not a phone number's: "Sprint 14 (2025-09-26)" keeps its date.
+        digits = re.sub(r"\D", "", _DATE.sub("", match.group(0)))
+        if not 8 <= len(digits) <= 15:
             return match.group(0)
     if label == "SECRET" and match.lastindex == 2:
         return f"{match.group(1)}{match.group(2)}[SECRET]"

@@ -239,6 +239,8 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
                         )
                     case ask_events.Draft():
                         yield pb.AskStreamResponse(delta=event.text)
+                    case ask_events.Redraft():
+                        yield pb.AskStreamResponse(redraft=pb.AskRedraft(reason=event.reason))
                     case ask_events.Finished():
                         yield pb.AskStreamResponse(result=ask_pb(event.result))
 

@@ -11,12 +11,15 @@ chunk of the same note.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import Segment, overlap_score, segments, squash, terms
+from memex.shared.wikilinks import replace_wikilinks
 
 # The orchestrator has no tokenizer. Notes are Markdown with figures and dates, which tokenize
 # densely: the demo vault is 3.2 characters a token for Qwen2.5 and 3.0 for SmolLM2 (measured).
@@ -44,6 +47,36 @@ class Source:
     def ref(self) -> str:
         """How a citation of this source reads: ``[[Note Title]]`` or ``collection:id``."""
         return self.item.ref
+
+    @cached_property
+    def shown(self) -> str:
+        """The excerpt as the model reads it (``plain``); computed once, graded many times."""
+        return plain(self.excerpt, self.item.title)
+
+
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_TABLE_RULE = re.compile(r"\s*\|?(?:\s*:?-{3,}:?\s*\|?)+\s*")
+_HEADING = re.compile(r"\s*#{1,6}\s+(.*?)\s*#*\s*")
+
+
+def plain(text: str, title: str = "") -> str:
+    """Markdown reduced to what a reader sees, for the model's prompt: wikilinks as their words
+    (the alias when there is one), no bold marks, no table rules, no heading that repeats the
+    title the source's header already gives. It saves prompt tokens on a CPU, and keeps a small
+    model from copying ``[[links]]`` into its answer as if they were citations. Quotes and
+    grading still use the note's own text."""
+    text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
+    text = _EMPHASIS.sub(r"\2", text)
+    kept: list[str] = []
+    for line in text.splitlines():
+        heading = _HEADING.fullmatch(line)
+        if _TABLE_RULE.fullmatch(line) or (
+            heading and title and heading.group(1).casefold() == title.casefold()
+        ):
+            continue
+        if line.strip() or (kept and kept[-1].strip()):
+            kept.append(line.rstrip())
+    return "\n".join(kept).strip()
 
 
 def estimate_tokens(text: str) -> int:
@@ -91,7 +124,7 @@ def header(source: Source) -> str:
 
 def render(source: Source) -> str:
     """One source as the model reads it."""
-    return f"{header(source)}\n{source.excerpt}"
+    return f"{header(source)}\n{source.shown}"
 
 
 def select(
@@ -117,13 +150,29 @@ def select(
             continue
         excerpt, parts = tighten(item.text, query, excerpt_chars)
         source = Source(len(chosen) + 1, item, excerpt, parts)
-        cost = estimate_tokens(render(source)) + 2
+        cost = _cost(source)
         if chosen and used + cost > token_budget:
             break
         seen.add(key)
         chosen.append(source)
         used += cost
     return chosen
+
+
+def _cost(source: Source) -> int:
+    return estimate_tokens(render(source)) + 2
+
+
+def leading(sources: Sequence[Source], token_budget: int) -> list[Source]:
+    """The first of ``sources`` that fit in ``token_budget`` (at least one): an ask's first pass,
+    so that the whole briefing starts with exactly the prompt it read."""
+    used, out = 0, list[Source]()
+    for source in sources:
+        used += _cost(source)
+        if out and used > token_budget:
+            break
+        out.append(source)
+    return out
 
 
 def render_all(sources: Sequence[Source]) -> str:
