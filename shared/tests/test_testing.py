@@ -6,7 +6,6 @@ import socket
 
 import pytest
 
-from memex.shared import testing
 from memex.shared.testing import STACK_DEFAULT_PORTS, free_ports
 
 
@@ -25,5 +24,5 @@ def test_a_stack_default_handed_out_by_the_kernel_is_passed_over(
         def getsockname(self) -> tuple[str, int]:
             return ("127.0.0.1", next(handed_out))
 
-    monkeypatch.setattr(testing.socket, "socket", Socket)
+    monkeypatch.setattr(socket, "socket", Socket)  # as free_ports opens them
     assert free_ports(2) == [41000, 41001]
