@@ -1,0 +1,48 @@
+"""The prefill speed the reasoner measures as it loads, which sizes an ask's first pass."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memex.reasoner.llama_engine import PREFILL_TIMINGS, _prefill_rate
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TimedModel:
+    """Evaluates each batch in the next of ``seconds``, on ``clock``."""
+
+    def __init__(self, clock: Clock, seconds: list[float]) -> None:
+        self._clock = clock
+        self._seconds = iter(seconds)
+        self.n_tokens = 0
+        self.evaluated: list[int] = []
+
+    def tokenize(self, text: bytes, add_bos: bool) -> list[int]:
+        return list(range(len(text.split())))
+
+    def eval(self, tokens: list[int]) -> None:
+        self._clock.now += next(self._seconds)
+        self.n_tokens += len(tokens)
+        self.evaluated.append(len(tokens))
+
+
+def test_the_rate_is_the_fastest_timing_after_an_untimed_warm_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    monkeypatch.setattr(time, "perf_counter", clock)
+    # The warm-up is the fastest here only to show it is not counted.
+    model = TimedModel(clock, [0.5, 4.0, 2.0])
+    rate = _prefill_rate(model, n_batch=64)  # type: ignore[arg-type]
+    assert model.evaluated == [64] * (PREFILL_TIMINGS + 1)
+    assert rate == 32.0  # 64 tokens in 2.0 s, not in the warm-up's 0.5
+    assert model.n_tokens == 0  # the KV cache starts empty for real prompts
