@@ -165,6 +165,7 @@ def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() 
     [
         ("What did I study at university?", "I studied at university [1].", False),
         ("What is my blood type?", "My blood type is A [1].", False),
+        ("What did I run the Harewood race in?", "I ran the Harewood race in [1].", False),
         ("What does the allotment cost?", "The allotment costs £48 a year [1].", True),
         ("Who keeps the waiting list?", "Ron [2].", True),
         ("Did I pay the rent?", "Yes [1].", True),

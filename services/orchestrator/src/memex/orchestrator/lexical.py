@@ -35,6 +35,28 @@ STOPWORDS = frozenset(
 )
 
 
+# Irregular past forms of common verbs, read as their base form: a suffix strip cannot give
+# "ran" the stem of "run", and "I ran the Harewood race in [3]" must read as restating "What
+# did I run the Harewood race in?" (and "paid" must match a source that says "pay").
+_IRREGULAR = {
+    form: base
+    for line in """
+    begin began begun, break broke broken, bring brought, build built, buy bought,
+    catch caught, choose chose chosen, come came, drink drank drunk, drive drove driven,
+    eat ate eaten, fall fell fallen, feel felt, find found, fly flew flown,
+    forget forgot forgotten, give gave given, go went gone, grow grew grown, hear heard,
+    hold held, keep kept, lead led, leave left, lend lent, lose lost, make made, mean meant,
+    meet met, pay paid, ride rode ridden, ring rang rung, rise rose risen, run ran,
+    see saw seen, sell sold, send sent, sing sang sung, sit sat, sleep slept,
+    speak spoke spoken, spend spent, stand stood, steal stole stolen, swim swam swum,
+    take took taken, teach taught, think thought, throw threw thrown, understand understood,
+    wake woke woken, wear wore worn, win won, write wrote written
+    """.split(",")  # noqa: SIM905 - base form first, then its irregular forms
+    for base, *forms in [line.split()]
+    for form in forms
+}
+
+
 def _stem(word: str) -> str:
     """A light suffix strip that gives the forms of a word one stem: cost/costs,
     agree/agreed, move/moving/moved, vote/voting, study/studied/studies, plan/planned,
@@ -67,7 +89,8 @@ def _drop_final_e(stem: str) -> str:
 def _normal(token: str) -> str:
     if token[0].isdigit():
         return token.replace(",", "").rstrip(".")
-    return _stem(token.removesuffix("'s"))
+    word = token.removesuffix("'s")
+    return _stem(_IRREGULAR.get(word, word))
 
 
 def terms(text: str) -> list[str]:
