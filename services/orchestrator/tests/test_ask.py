@@ -106,6 +106,20 @@ async def test_invalid_steps_are_dropped_and_an_unusable_plan_falls_back(tmp_pat
     assert [s.query for s in memory.searches] == ["boiler?"]
 
 
+async def test_the_models_search_covers_the_record_collections_with_the_notes(
+    tmp_path: Path,
+) -> None:
+    """An inbox item or an event is found by the question itself, without the plan hop."""
+    memory = FakeMemory(NOTES)
+    await make_orchestrator(tmp_path, reasoner(), memory).asker.ask("me", "Christmas plans?")
+    assert [s.collections for s in memory.searches] == [("events", "inbox", "entities")]
+
+    memory = FakeMemory(NOTES)
+    o = make_orchestrator(tmp_path / "b", reasoner(), memory, search_record_collections=[])
+    await o.asker.ask("me", "Christmas plans?")
+    assert [s.collections for s in memory.searches] == [()]  # the notes only
+
+
 async def test_a_plan_without_a_search_searches_the_question_too(tmp_path: Path) -> None:
     """A full memory never gets the empty-memory answer because a records step came back empty,
     and a plan of lookups alone never keeps the notes from the model."""

@@ -54,6 +54,13 @@ class OrchestratorSettings(ServiceSettings):
         "only for questions about records, the inbox, people's timelines or several things at "
         "once, and searches the question itself otherwise; always is SPEC B1's two-hop ask.",
     )
+    search_record_collections: list[str] = Field(
+        default=["events", "inbox", "entities"],
+        description="Record collections that the model's own searches (an ask's, a chat's) cover "
+        "alongside the notes, so that a question about an inbox item or an event finds it without "
+        "the plan hop; each must be allowlisted in retrieval (MEMEX_RETRIEVAL_RECORD_COLLECTIONS)."
+        " [] searches the notes only.",
+    )
     plan_max_tokens: int = Field(160, gt=0, description="Token budget of the plan hop.")
     answer_max_tokens: int = Field(400, gt=0, description="Token budget of chat replies.")
     chat_temperature: float = Field(

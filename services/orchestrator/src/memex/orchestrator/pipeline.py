@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memex.orchestrator import sources as briefing_sources
 from memex.orchestrator.config import OrchestratorSettings
@@ -91,9 +91,10 @@ class Sensitivity:
 class Retriever:
     """Reads memory through the retrieval port, shaped by a persona (always local, no model)."""
 
-    def __init__(self, memory: Memory, rrf_k: int) -> None:
+    def __init__(self, memory: Memory, rrf_k: int, record_collections: Sequence[str] = ()) -> None:
         self._memory = memory
         self._rrf_k = rrf_k
+        self._record_collections = tuple(record_collections)
 
     @staticmethod
     def spec(persona: Persona, query: str, k: int | None = None) -> SearchSpec:
@@ -110,8 +111,10 @@ class Retriever:
     async def search(
         self, tenant: str, persona: Persona, query: str, k: int | None = None
     ) -> list[ShownItem]:
-        """Hybrid search for ``query``, best first."""
-        return await self._memory.search(tenant, self.spec(persona, query, k))
+        """Hybrid search for ``query`` over the notes and the record collections the model's
+        own searches cover, best first."""
+        spec = replace(self.spec(persona, query, k), collections=self._record_collections)
+        return await self._memory.search(tenant, spec)
 
     async def run_steps(
         self, tenant: str, steps: Sequence[Step], persona: Persona

@@ -135,7 +135,7 @@ def build_orchestrator(
     goes through one ``AuditedReasoner`` that logs to the store's LLM log (SPEC B4)."""
     audited = AuditedReasoner(reasoner, store, info.model)
     pipeline = Pipeline(
-        retriever=Retriever(memory, settings.rrf_k),
+        retriever=Retriever(memory, settings.rrf_k, settings.search_record_collections),
         sensitivity=Sensitivity(info.local, settings.local_sees_sensitive),
         briefer=Briefer(settings, info),
         generator=Generator(audited),
