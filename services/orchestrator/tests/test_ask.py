@@ -515,6 +515,19 @@ class TwoAnswers(ScriptedReasoner):
             yield piece
 
 
+async def test_a_first_pass_that_showed_nothing_widens_without_a_redraft(tmp_path: Path) -> None:
+    model = TwoAnswers({ANSWER: [""]}, later=["Fixed after three visits [2]."])
+    asker = make_orchestrator(
+        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+    ).asker
+    events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
+    assert len(model.calls) == 2  # it widened
+    assert not [e for e in events if isinstance(e, Redraft)]  # no draft to set aside
+    assert "".join(e.text for e in events if isinstance(e, Draft)) == (
+        "Fixed after three visits [[Boiler]]."
+    )
+
+
 async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_whole_briefing(
     tmp_path: Path,
 ) -> None:

@@ -277,7 +277,8 @@ class Asker:
                     reading, sources = quick, first
                 else:
                     stages.append("widen")
-                    yield Redraft(f"reading all {len(sources)} sources")
+                    if timed_from is None:  # a draft was shown: the reader is told it goes
+                        yield Redraft(f"reading all {len(sources)} sources")
             if reading is None:
                 # generate and filter, then police (``_answer``), then ask's own abstention rules
                 with timed("synthesize"):
