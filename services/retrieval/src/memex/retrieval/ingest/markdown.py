@@ -183,7 +183,8 @@ def _name_date(name: str) -> str | None:
 def note_date(frontmatter: dict[str, Any], mtime: float, name: str = "") -> tuple[str, str | None]:
     """(YYYY-MM-DD, warning): frontmatter ``date`` (or ``created``), else the date the file
     ``name`` starts with (a daily note), else the file time."""
-    fallback = _name_date(name) or dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat()
+    named = _name_date(name)
+    fallback = named or dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat()
     for key in ("date", "created"):
         value = frontmatter.get(key)
         if isinstance(value, dt.datetime):
@@ -194,7 +195,7 @@ def note_date(frontmatter: dict[str, Any], mtime: float, name: str = "") -> tupl
             try:
                 return dt.date.fromisoformat(value.strip()[:10]).isoformat(), None
             except ValueError:
-                source = "the file name's date" if _name_date(name) else "the file time"
+                source = "the file name's date" if named else "the file time"
                 return fallback, f"frontmatter {key} {value!r} is not a date; used {source}"
     return fallback, None
 
