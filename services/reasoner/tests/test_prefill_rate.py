@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
+from pathlib import Path
 
 import pytest
 
-from memex.reasoner.llama_engine import PREFILL_TIMINGS, _prefill_rate
+from memex.reasoner.engine import ChatMessage, GenerationRequest, Sampling
+from memex.reasoner.llama_engine import PREFILL_TIMINGS, LlamaCppEngine, _prefill_rate
 
 
 class Clock:
@@ -46,3 +50,30 @@ def test_the_rate_is_the_fastest_timing_after_an_untimed_warm_up(
     assert model.evaluated == [64] * (PREFILL_TIMINGS + 1)
     assert rate == 32.0  # 64 tokens in 2.0 s, not in the warm-up's 0.5
     assert model.n_tokens == 0  # the KV cache starts empty for real prompts
+
+
+@pytest.mark.slow
+def test_a_real_prompt_faster_than_the_speed_measured_at_load_raises_it(model_path: Path) -> None:
+    engine = LlamaCppEngine(model_path, context_length=512)
+    try:
+        # As if the stack's other services had held the cores while this one loaded.
+        engine.info = dataclasses.replace(engine.info, prefill_tokens_per_second=1.0)
+        generate(engine, "Say hello.")  # too short to time
+        assert engine.info.prefill_tokens_per_second == 1.0
+        generate(engine, "Summarise these notes: " + "the boiler was fixed on Tuesday. " * 40)
+        assert engine.info.prefill_tokens_per_second > 1.0
+    finally:
+        engine.close()
+
+
+def generate(engine: LlamaCppEngine, text: str) -> None:
+    request = GenerationRequest(
+        messages=(ChatMessage("user", text),),
+        sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=2, seed=1),
+    )
+
+    async def run() -> None:
+        async for _ in engine.generate(request):
+            pass
+
+    asyncio.run(run())

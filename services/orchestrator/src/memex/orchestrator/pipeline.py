@@ -146,6 +146,17 @@ class Briefer:
         self._settings = settings
         self._info = info
 
+    @property
+    def prefill_tokens_per_second(self) -> float:
+        """The reasoner's prefill speed the budgets are sized by (0: unknown)."""
+        return self._info.prefill_tokens_per_second
+
+    def follow_speed(self, prefill_tokens_per_second: float) -> None:
+        """Takes the reasoner's latest prefill speed: measured as the stack started, while its
+        other services competed for the cores, and raised once real prompts show what the
+        machine does."""
+        self._info = replace(self._info, prefill_tokens_per_second=prefill_tokens_per_second)
+
     def ask_budget(self, persona: Persona, question: str) -> int:
         """Tokens an ask's sources may take: the setting, within what the context leaves."""
         s = self._settings

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from memex.orchestrator.ask import Asker
@@ -32,6 +32,8 @@ from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError, ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)
+
+REASONER_SPEED_SECONDS = 15.0
 
 
 @dataclass
@@ -164,6 +166,24 @@ async def _reasoner_info(reasoner: GrpcReasoner, wait_seconds: float) -> Reasone
             await asyncio.sleep(0.5)
 
 
+async def _follow_reasoner_speed(
+    reasoner_info: Callable[[], Awaitable[ReasonerInfo]], briefer: Briefer
+) -> None:
+    """Re-reads the reasoner's prefill speed every ``REASONER_SPEED_SECONDS``: the speed it
+    measured while the stack started rises once real prompts show what the machine does, and
+    it sizes an ask's first pass and a chat's sources."""
+    while True:
+        await asyncio.sleep(REASONER_SPEED_SECONDS)
+        try:
+            rate = (await reasoner_info()).prefill_tokens_per_second
+        except MemexError as exc:  # restarting, say: the last speed stands meanwhile
+            log.debug("the reasoner's Info failed: %s", exc.message)
+            continue
+        if rate and rate != briefer.prefill_tokens_per_second:
+            log.info("reasoner prefill speed now %.0f tokens/s", rate)
+            briefer.follow_speed(rate)
+
+
 @contextlib.asynccontextmanager
 async def open_orchestrator(
     settings: OrchestratorSettings, wait_seconds: float = 120.0
@@ -178,7 +198,16 @@ async def open_orchestrator(
             "reasoner: %s %s (%s)", info.engine, info.model, "local" if info.local else "remote"
         )
         personas = load_personas(settings.personas_dir)
-        yield build_orchestrator(settings, store, memory, reasoner, info, personas)
+        orchestrator = build_orchestrator(settings, store, memory, reasoner, info, personas)
+        following = asyncio.create_task(
+            _follow_reasoner_speed(reasoner.info, orchestrator.pipeline.briefer)
+        )
+        try:
+            yield orchestrator
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
     finally:
         await memory.close()
         await reasoner.close()

@@ -80,7 +80,7 @@ class EngineInfo:
     local: bool
     # Model names a request may ask for (the reported one first).
     aliases: tuple[str, ...] = field(default=())
-    # Prompt tokens per second, measured at load; 0 when unknown.
+    # Prompt tokens per second, measured at load and raised by faster real prompts; 0: unknown.
     prefill_tokens_per_second: float = 0.0
 
 

@@ -1,0 +1,54 @@
+"""The orchestrator follows the reasoner's prefill speed, which sizes an ask's first pass."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from memex.orchestrator import service
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.pipeline import Briefer
+from memex.orchestrator.ports import ReasonerInfo
+from memex.shared.errors import Unavailable
+
+
+def info(rate: float) -> ReasonerInfo:
+    return ReasonerInfo("llama.cpp", "qwen", 4096, True, rate)
+
+
+class RisingSpeed:
+    """A reasoner that is restarting at first, then reports the speeds its prompts reached.
+    ``asked_again`` is set when asked after the last speed: by then that one was taken."""
+
+    def __init__(self, rates: list[float]) -> None:
+        self._answers: list[float | None] = [None, *rates]
+        self.asked_again = asyncio.Event()
+
+    async def info(self) -> ReasonerInfo:
+        if len(self._answers) == 1:
+            self.asked_again.set()
+        rate = self._answers.pop(0) if len(self._answers) > 1 else self._answers[0]
+        if rate is None:
+            raise Unavailable("the reasoner is restarting")
+        return info(rate)
+
+
+async def test_the_first_pass_grows_with_the_speed_the_reasoner_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "REASONER_SPEED_SECONDS", 0.01)
+    settings = OrchestratorSettings(data_dir=tmp_path, personas_dir=tmp_path / "personas")
+    briefer = Briefer(settings, info(40.0))  # measured while the stack started
+    slow = briefer.first_pass_budget("What does the allotment cost?")
+
+    reasoner = RisingSpeed([60.0, 80.0])
+    following = asyncio.create_task(service._follow_reasoner_speed(reasoner.info, briefer))
+    try:
+        async with asyncio.timeout(5):
+            await reasoner.asked_again.wait()
+    finally:
+        following.cancel()
+    assert briefer.prefill_tokens_per_second == 80.0
+    assert briefer.first_pass_budget("What does the allotment cost?") > 1.8 * slow
