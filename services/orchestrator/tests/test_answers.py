@@ -10,6 +10,7 @@ from memex.orchestrator.answers import (
     grade,
     informative,
     numbers,
+    on_topic,
     read,
     rewrite,
 )
@@ -175,6 +176,20 @@ def test_an_answer_that_only_restates_the_question_is_not_informative(
     question: str, answer: str, expected: bool
 ) -> None:
     assert informative(question, read(answer, SOURCES)) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How much do I pay for contents insurance?", False),  # "paid" is no topic
+        ("Where did I go on holiday this summer?", False),
+        ("How much was the deposit I paid?", True),
+        ("What did I pay?", True),  # nothing but the verb: it counts then
+    ],
+)
+def test_common_verbs_alone_do_not_put_a_source_on_topic(question: str, expected: bool) -> None:
+    deposit = [source(1, "Paid the £1,030 deposit and went back for the keys.", "Deposit")]
+    assert on_topic(question, read("£1,030 [1].", deposit), deposit) is expected
 
 
 def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> None:

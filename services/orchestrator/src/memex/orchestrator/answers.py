@@ -30,6 +30,7 @@ from memex.orchestrator.lexical import (
     squash,
     strip_list_mark,
     terms,
+    topical,
 )
 from memex.orchestrator.sources import Source
 from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
@@ -368,8 +369,9 @@ def informative(question: str, reading: Reading) -> bool:
 def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool:
     """Whether the sources an answer cites share any content word with the question (titles
     included). An answer to "what car do I drive?" resting on a note about a deposit is a small
-    model answering anyway, from whatever it was shown; it is not grounded in the notes."""
-    wanted = set(terms(question))
+    model answering anyway, from whatever it was shown; it is not grounded in the notes. Common
+    verbs do not count (``topical``): "paid" in a deposit note is not about contents insurance."""
+    wanted = topical(terms(question))
     if not wanted:
         return True
     cited = {c.item_id for c in reading.citations}

@@ -43,8 +43,8 @@ _IRREGULAR = {
     for line in """
     begin began begun, break broke broken, bring brought, build built, buy bought,
     catch caught, choose chose chosen, come came, drink drank drunk, drive drove driven,
-    eat ate eaten, fall fell fallen, feel felt, find found, fly flew flown,
-    forget forgot forgotten, give gave given, go went gone, grow grew grown, hear heard,
+    eat ate eaten, fall fell fallen, feel felt, find found, fly flew flown, go went gone goes,
+    forget forgot forgotten, give gave given, grow grew grown, hear heard,
     hold held, keep kept, lead led, leave left, lend lent, lose lost, make made, mean meant,
     meet met, pay paid, ride rode ridden, ring rang rung, rise rose risen, run ran,
     see saw seen, sell sold, send sent, sing sang sung, sit sat, sleep slept,
@@ -86,11 +86,22 @@ def _drop_final_e(stem: str) -> str:
     return stem[:-1] if len(stem) >= 4 and stem.endswith("e") and not stem.endswith("ee") else stem
 
 
+def topical(question_terms: Iterable[str]) -> set[str]:
+    """The terms of a question that say what it is about: all but the common verbs (those of
+    ``_IRREGULAR``: go, pay, make, take...), unless nothing else is left. "How much do I pay for
+    contents insurance?" is about contents insurance; a source that says "paid" is not."""
+    wanted = set(question_terms)
+    return (wanted - COMMON_VERBS) or wanted
+
+
 def _normal(token: str) -> str:
     if token[0].isdigit():
         return token.replace(",", "").rstrip(".")
     word = token.removesuffix("'s")
     return _stem(_IRREGULAR.get(word, word))
+
+
+COMMON_VERBS = frozenset(_stem(base) for base in set(_IRREGULAR.values()))
 
 
 def terms(text: str) -> list[str]:
