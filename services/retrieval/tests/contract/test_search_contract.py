@@ -55,6 +55,22 @@ async def test_keyword_ranking_ignores_other_tenants(store: Store) -> None:
     assert theirs[0].score < before[0].score
 
 
+async def test_keyword_search_matches_the_forms_of_a_word(store: Store) -> None:
+    """Both backends stem and fold diacritics (tantivy analyses; Weaviate, which does not stem,
+    is given the analysed terms): a query finds the other forms of its words."""
+    notes = [
+        note("Boiler", [("both boilers were serviced on Tuesday", vec(1, 0))]),
+        note("Shoes", [("new running shoes for the half", vec(0, 1))]),
+        note("Cafe", [("coffee at the Café Nero by the station", vec(1, 1))]),
+    ]
+    for n in notes:
+        await store.upsert_note("t1", n)
+    for query, title in [("boiler service", "Boiler"), ("runs", "Shoes"), ("cafe", "Cafe")]:
+        hits = await store.search_chunks_keyword("t1", query, 10, ALL)
+        wanted = next(n for n in notes if n.title == title).chunks[0].id
+        assert [h.id for h in hits] == [wanted], query
+
+
 async def test_keyword_query_syntax_is_inert(store: Store) -> None:
     ids = await _corpus(store)
     for query in ['taxes" OR *', "taxes AND NOT(", "taxes:{}^~", "NEAR(taxes)"]:

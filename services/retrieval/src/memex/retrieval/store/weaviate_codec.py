@@ -23,6 +23,7 @@ from memex.retrieval.store.base import (
     SearchFilter,
     Vector,
 )
+from memex.retrieval.store.keyword_terms import indexed_text
 from memex.retrieval.store.weaviate_schema import VECTOR, day_number, uuid_of
 from memex.shared.errors import InvalidArgument
 
@@ -110,7 +111,7 @@ def chunk_object(note: Note, chunk: Chunk, dimension: int) -> DataObject[Props, 
             "heading": chunk.heading,
             "start_offset": chunk.start,
             "end_offset": chunk.end,
-            "search_text": chunk.search_text,
+            "search_text": indexed_text(chunk.search_text),  # stemmed: Weaviate does not stem
             "mentions": sorted(set(chunk.mentions)),
             "mention_count": len(set(chunk.mentions)),
             "day": day_number(note.date),

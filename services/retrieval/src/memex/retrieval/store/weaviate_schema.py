@@ -15,7 +15,8 @@ One Weaviate tenant per memex tenant, in every collection. Collection names carr
 Object UUIDs are UUIDv5 of the memex ids, so a repeated write replaces rather than duplicates.
 Exact-match properties use ``field`` tokenization; the keyword text uses ``word`` tokenization
 (split on anything that is not a Unicode letter or digit, lower-cased) and no stopwords, which
-is the keyword contract of ``store.base``.
+is the keyword contract of ``store.base``. A chunk's ``search_text`` is stored already stemmed
+(``keyword_terms.indexed_text``), as Weaviate does not stem; a record's ``text`` is not.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import tantivy
 
-from memex.retrieval.store.embedded.schema import query_words
+from memex.retrieval.store.keyword_terms import analyzer, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -42,21 +42,6 @@ def _schema() -> tantivy.Schema:
     # Term frequencies without positions: BM25 needs no more, and the index stays small.
     builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
     return builder.build()
-
-
-def analyzer() -> tantivy.TextAnalyzer:
-    """Close to FTS5's ``porter unicode61 remove_diacritics 2``: split at anything that is not a
-    letter or digit (so ``_`` separates), lower-case, fold diacritics, English stemming (Snowball,
-    where FTS5 has the original Porter). Tokens over 255 bytes are dropped (tantivy's own limit is
-    ~64 KiB)."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(255))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
 
 
 class KeywordIndex:
@@ -156,14 +141,12 @@ class KeywordIndex:
     def search(self, query: str, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` best (rowid, BM25 score) for the query's words OR-ed, best first.
 
-        The words are those FTS5 would be given (``schema.query_words``: stopwords dropped
-        unless the query is only stopwords); a word the analyzer splits (``foo_bar``) counts as
-        its parts, where FTS5 would ask for the phrase."""
+        The terms are ``keyword_terms.query_terms``: the words FTS5 would be given, analysed; a
+        word the analyzer splits (``foo_bar``) counts as its parts, where FTS5 would ask for the
+        phrase."""
         if self._index is None or limit <= 0:
             return []
-        terms: dict[str, None] = {}
-        for word in query_words(query):
-            terms.update(dict.fromkeys(self._analyzer.analyze(word)))
+        terms = query_terms(query)
         if not terms:
             return []
         should = tantivy.Occur.Should
