@@ -10,9 +10,83 @@ match "running" with "runs" and rank by the same words.
 
 from __future__ import annotations
 
+import re
+
 import tantivy
 
-from memex.retrieval.store.embedded.schema import query_words
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 64
+
+# Function words match nearly every chunk: BM25 gives them almost no weight, but scoring every
+# chunk they match dominates the cost of an OR query. They are dropped unless nothing else is left.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def query_words(query: str) -> list[str]:
+    """The words a keyword search looks for: lower-cased, deduplicated, stopwords dropped unless
+    the query is only stopwords, at most ``MAX_QUERY_TERMS``."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    return ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
 
 
 def analyzer() -> tantivy.TextAnalyzer:

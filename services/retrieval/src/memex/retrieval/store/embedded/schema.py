@@ -8,12 +8,12 @@ blobs; the ANN index is derived from them.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
 from memex.retrieval.store.base import SearchFilter
 from memex.retrieval.store.embedded import keyword
+from memex.retrieval.store.keyword_terms import query_words
 
 # 2: one keyword (FTS5) table per tenant and kind instead of one shared table (keyword.py).
 SCHEMA_VERSION = 2
@@ -73,9 +73,6 @@ CREATE TABLE IF NOT EXISTS ann_generation (
 ) WITHOUT ROWID;
 """
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 64
-
 
 def connect(path: str) -> sqlite3.Connection:
     """Opens the database in WAL mode with full fsync, creating the schema if needed."""
@@ -91,78 +88,6 @@ def connect(path: str) -> sqlite3.Connection:
     keyword.migrate_shared(conn)
     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return conn
-
-
-# Function words match nearly every chunk: BM25 gives them almost no weight, but scoring every
-# chunk they match dominates the cost of an OR query. They are dropped unless nothing else is left.
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "his",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
-
-
-def query_words(query: str) -> list[str]:
-    """The words a keyword search looks for: lower-cased, deduplicated, stopwords dropped unless
-    the query is only stopwords, at most ``MAX_QUERY_TERMS``."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    return ([w for w in words if w not in STOPWORDS] or words)[:MAX_QUERY_TERMS]
 
 
 def match_expression(query: str) -> str | None:
