@@ -120,6 +120,8 @@ class LlamaCppEngine:
             prefill_tokens_per_second=_prefill_rate(first, n_batch),
         )
         self.prompt_cache = PrefixStates(prompt_cache_bytes)
+        # Per context: the last prompt's length and where its last evaluated batch began.
+        self._last_batch: dict[int, tuple[int, int]] = {}
         self.prompt_cache_hits = 0
         """Prompts whose prefix was restored from the prompt cache."""
         self.prompt_cache_tokens = 0
@@ -279,8 +281,14 @@ class LlamaCppEngine:
             if a != b:
                 break
             prefix += 1
-        # Always evaluate the last prompt token, so the logits are this prompt's.
+        # Always evaluate the last prompt token, so the logits are this prompt's. When the whole
+        # prompt was this context's last one, evaluate its last batch again as it was: a token
+        # evaluated alone rounds differently from the same token at the end of a batch, and a
+        # greedy reply to the same prompt changed at a near tie (seen with an AVX-512 build).
         llm.n_tokens = min(prefix, len(tokens) - 1)
+        length, batch_start = self._last_batch.get(id(llm), (0, 0))
+        if prefix >= len(tokens) == length:
+            llm.n_tokens = min(llm.n_tokens, batch_start)
         saved = self.prompt_cache.longest(tokens, shorter_than=len(tokens))
         restored = 0
         if saved is not None and len(saved[0]) > llm.n_tokens:
@@ -300,6 +308,7 @@ class LlamaCppEngine:
             if llm.n_tokens < save_at < end:
                 end = save_at
             started = time.perf_counter()
+            self._last_batch[id(llm)] = (len(tokens), llm.n_tokens)
             llm.eval(tokens[llm.n_tokens : end])
             evaluating += time.perf_counter() - started
             if llm.n_tokens == save_at:
