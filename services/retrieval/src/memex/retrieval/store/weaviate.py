@@ -32,7 +32,7 @@ from memex.retrieval.store.base import (
     Vector,
 )
 from memex.retrieval.store.filters import apply_query
-from memex.retrieval.store.keyword_terms import query_terms
+from memex.retrieval.store.keyword_terms import query_terms, query_words
 from memex.retrieval.store.weaviate_base import (
     ID_BATCH,
     MAX_RESULTS,
@@ -331,8 +331,9 @@ class WeaviateStore(WeaviateCollections):
         self, kind: str, tenant: str, query: str, k: int, flt: SearchFilter, key: str, prop: str
     ) -> list[Hit]:
         records = kind == "record"
-        # Chunks hold their search text as analysed terms (codec.indexed_text); records their text.
-        words = codec.query_words(query) if records else query_terms(query)
+        # Chunks hold their search text as analysed terms (codec.indexed_text); records their
+        # text as written, which Weaviate's own tokenizer lower-cases.
+        words = query_words(query) if records else query_terms(query)
         name = await self._readable(tenant)
         if name is None or not words or k <= 0 or codec.matches_nothing(flt, records=records):
             return []

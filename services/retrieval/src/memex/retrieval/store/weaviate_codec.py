@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -52,12 +51,6 @@ RECORD_PROPS = [
     "entity_refs",
     "source",
 ]
-_WORD = re.compile(r"[^\W_]+")
-
-
-def query_words(query: str) -> list[str]:
-    """The words of user text (letters and digits; anything else separates), lower-cased."""
-    return [w.casefold() for w in _WORD.findall(query)]
 
 
 def check_vector(vector: Vector, dimension: int, what: str) -> list[float]:
