@@ -262,12 +262,13 @@ class Asker:
             if len(first) < len(sources):
                 # the first pass, streamed: a draft that does not stand is set aside (Redraft)
                 quick: Reading | None = None
+                drafted = False  # whether the reader saw any of the first pass
                 with timed("synthesize"):
                     async for piece in self._answer(
                         answer_messages(persona, first, query), first, persona, withheld, started
                     ):
                         if isinstance(piece, Draft):
-                            timed_from = None
+                            timed_from, drafted = None, True
                             yield piece
                         else:
                             quick = piece
@@ -277,7 +278,7 @@ class Asker:
                     reading, sources = quick, first
                 else:
                     stages.append("widen")
-                    if timed_from is None:  # a draft was shown: the reader is told it goes
+                    if drafted:  # the reader is told the draft they saw goes
                         yield Redraft(f"reading all {len(sources)} sources")
             if reading is None:
                 # generate and filter, then police (``_answer``), then ask's own abstention rules
