@@ -481,7 +481,11 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
 ) -> None:
     model = reasoner(["The deposit is £800 [1]."])
     asker = make_orchestrator(
-        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+        tmp_path,
+        model,
+        FakeMemory(LONG_NOTES),
+        prefill_tokens_per_second=SLOW,
+        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
 
@@ -518,7 +522,11 @@ class TwoAnswers(ScriptedReasoner):
 async def test_a_first_pass_that_showed_nothing_widens_without_a_redraft(tmp_path: Path) -> None:
     model = TwoAnswers({ANSWER: [""]}, later=["Fixed after three visits [2]."])
     asker = make_orchestrator(
-        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+        tmp_path,
+        model,
+        FakeMemory(LONG_NOTES),
+        prefill_tokens_per_second=SLOW,
+        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
     assert len(model.calls) == 2  # it widened
@@ -533,7 +541,11 @@ async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_wh
 ) -> None:
     model = TwoAnswers({ANSWER: ["I don't know."]}, later=["Fixed after three visits [2]."])
     asker = make_orchestrator(
-        tmp_path, model, FakeMemory(LONG_NOTES), prefill_tokens_per_second=SLOW
+        tmp_path,
+        model,
+        FakeMemory(LONG_NOTES),
+        prefill_tokens_per_second=SLOW,
+        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
 

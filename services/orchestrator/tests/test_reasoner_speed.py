@@ -40,15 +40,24 @@ async def test_the_first_pass_grows_with_the_speed_the_reasoner_reports(
 ) -> None:
     monkeypatch.setattr(service, "REASONER_SPEED_SECONDS", 0.01)
     settings = OrchestratorSettings(data_dir=tmp_path, personas_dir=tmp_path / "personas")
-    briefer = Briefer(settings, info(40.0))  # measured while the stack started
+    briefer = Briefer(settings, info(60.0))  # measured while the stack started
     slow = briefer.first_pass_budget("What does the allotment cost?")
 
-    reasoner = RisingSpeed([60.0, 80.0])
+    reasoner = RisingSpeed([90.0, 120.0])
     following = asyncio.create_task(service._follow_reasoner_speed(reasoner.info, briefer))
     try:
         async with asyncio.timeout(5):
             await reasoner.asked_again.wait()
     finally:
         following.cancel()
-    assert briefer.prefill_tokens_per_second == 80.0
+    assert briefer.prefill_tokens_per_second == 120.0
     assert briefer.first_pass_budget("What does the allotment cost?") > 1.8 * slow
+
+
+def test_however_slow_the_model_a_first_pass_reads_about_three_excerpts(tmp_path: Path) -> None:
+    settings = OrchestratorSettings(data_dir=tmp_path, personas_dir=tmp_path / "personas")
+    question = "What does the allotment cost?"
+    assert Briefer(settings, info(10.0)).first_pass_budget(question) == 450
+    assert Briefer(settings, info(120.0)).first_pass_budget(question) > 900
+    fewer = settings.model_copy(update={"ask_first_pass_min_tokens": 0})
+    assert Briefer(fewer, info(10.0)).first_pass_budget(question) == 300  # chat's own floor

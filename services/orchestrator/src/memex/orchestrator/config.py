@@ -96,6 +96,14 @@ class OrchestratorSettings(ServiceSettings):
         "the first pass's prompt, so the widened call reads only what was added. 0, or a speed "
         "the reasoner did not measure, reads the whole briefing at once.",
     )
+    ask_first_pass_min_tokens: int = Field(
+        450,
+        ge=0,
+        description="The fewest tokens of sources an ask's first pass reads, however slow the "
+        "model: about three excerpts, because retrieval's top three sources hold the answer far "
+        "more often than its top two. On a slow CPU this makes the first words later rather "
+        "than the answer worse.",
+    )
     excerpt_chars: int = Field(
         400,
         ge=100,

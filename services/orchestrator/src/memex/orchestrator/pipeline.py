@@ -172,12 +172,14 @@ class Briefer:
 
     def first_pass_budget(self, question: str) -> int:
         """Tokens of an ask's first pass: what the reasoner reads in ``ask_first_pass_seconds``
-        at its measured speed, less the question, and never under ``MIN_SOURCES_TOKENS``; 0 when
-        there is no first pass."""
-        rate, seconds = self._info.prefill_tokens_per_second, self._settings.ask_first_pass_seconds
+        at its measured speed, less the question, and never under ``ask_first_pass_min_tokens``;
+        0 when there is no first pass."""
+        s = self._settings
+        rate, seconds = self._info.prefill_tokens_per_second, s.ask_first_pass_seconds
         if rate <= 0 or seconds <= 0:
             return 0
-        return max(MIN_SOURCES_TOKENS, int(rate * seconds) - estimate_tokens(question))
+        floor = max(MIN_SOURCES_TOKENS, s.ask_first_pass_min_tokens)
+        return max(floor, int(rate * seconds) - estimate_tokens(question))
 
     def chat_budget(self, message: str, history: Sequence[Message]) -> int:
         """Tokens a chat's sources may take: what the reasoner reads in
