@@ -192,6 +192,19 @@ def test_common_verbs_alone_do_not_put_a_source_on_topic(question: str, expected
     assert on_topic(question, read("£1,030 [1].", deposit), deposit) is expected
 
 
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How much goes into my pension each month?", False),  # a month is no topic
+        ("How much do I save each month?", True),
+        ("What do I do each month?", True),  # nothing but the unit: it counts then
+    ],
+)
+def test_units_of_time_alone_do_not_put_a_source_on_topic(question: str, expected: bool) -> None:
+    savings = [source(1, "Save £150 a month. Failed, twice.", "Looking back")]
+    assert on_topic(question, read("£150 a month [1].", savings), savings) is expected
+
+
 def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> None:
     race = source(1, "Ran the Kirkstall half marathon in the rain.", "Kirkstall")
     assert grade("I ran the Kirkstall half marathon in 2:04:37.", race).support == "inference"

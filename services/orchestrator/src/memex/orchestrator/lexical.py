@@ -88,10 +88,12 @@ def _drop_final_e(stem: str) -> str:
 
 def topical(question_terms: Iterable[str]) -> set[str]:
     """The terms of a question that say what it is about: all but the common verbs (those of
-    ``_IRREGULAR``: go, pay, make, take...), unless nothing else is left. "How much do I pay for
-    contents insurance?" is about contents insurance; a source that says "paid" is not."""
+    ``_IRREGULAR``: go, pay, make, take...) and the units of time, unless nothing else is left.
+    "How much do I pay for contents insurance?" is about contents insurance; a source that says
+    "paid" is not. "How much goes into my pension each month?" is about a pension; a savings line
+    of "£150 a month" is not."""
     wanted = set(question_terms)
-    return (wanted - COMMON_VERBS) or wanted
+    return (wanted - COMMON_VERBS - TIME_UNITS) or wanted
 
 
 def _normal(token: str) -> str:
@@ -102,6 +104,9 @@ def _normal(token: str) -> str:
 
 
 COMMON_VERBS = frozenset(_stem(base) for base in set(_IRREGULAR.values()))
+TIME_UNITS = frozenset(
+    _stem(unit) for unit in ("minute", "hour", "day", "week", "fortnight", "month", "year", "time")
+)
 
 
 def terms(text: str) -> list[str]:
