@@ -20,7 +20,8 @@ How to answer:
 - Use only the numbered sources in the user's message: excerpts from the person's own notes and
   records.
 - Find the words in the sources that answer the question, and answer with those words, in one
-  to three sentences. Copy names, amounts, dates and times exactly as the sources write them.
+  to three sentences. Answer every part of the question: a "why" needs its reason. Copy names,
+  amounts, dates and times exactly as the sources write them.
 - Right after each fact, write the number of the source it comes from in square brackets,
   for example [2].
 - If the sources do not contain the answer, reply only: {DECLINE}
