@@ -485,7 +485,7 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
         model,
         FakeMemory(LONG_NOTES),
         prefill_tokens_per_second=SLOW,
-        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
+        ask_first_pass_min_tokens=300,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
 
@@ -526,7 +526,7 @@ async def test_a_first_pass_that_showed_nothing_widens_without_a_redraft(tmp_pat
         model,
         FakeMemory(LONG_NOTES),
         prefill_tokens_per_second=SLOW,
-        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
+        ask_first_pass_min_tokens=300,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
     assert len(model.calls) == 2  # it widened
@@ -545,7 +545,7 @@ async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_wh
         model,
         FakeMemory(LONG_NOTES),
         prefill_tokens_per_second=SLOW,
-        ask_first_pass_min_tokens=0,  # the first pass reads two of these long notes
+        ask_first_pass_min_tokens=300,  # the first pass reads two of these long notes
     ).asker
     events = [e async for e in asker.stream("me", "the boiler?", include_sensitive=True)]
 

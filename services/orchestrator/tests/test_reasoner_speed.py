@@ -59,5 +59,5 @@ def test_however_slow_the_model_a_first_pass_reads_about_three_excerpts(tmp_path
     question = "What does the allotment cost?"
     assert Briefer(settings, info(10.0)).first_pass_budget(question) == 450
     assert Briefer(settings, info(120.0)).first_pass_budget(question) > 900
-    fewer = settings.model_copy(update={"ask_first_pass_min_tokens": 0})
-    assert Briefer(fewer, info(10.0)).first_pass_budget(question) == 300  # chat's own floor
+    fewer = settings.model_copy(update={"ask_first_pass_min_tokens": 300})
+    assert Briefer(fewer, info(10.0)).first_pass_budget(question) == 300

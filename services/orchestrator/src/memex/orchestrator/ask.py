@@ -258,17 +258,16 @@ class Asker:
         yield Started(p.generator.model, persona.name, [s.ref for s in sources])
         if sources:
             reading: Reading | None = None
-            timed_from: float | None = started  # first words are timed once per ask
+            drafted = False  # whether the reader saw any of a first pass
             if len(first) < len(sources):
                 # the first pass, streamed: a draft that does not stand is set aside (Redraft)
                 quick: Reading | None = None
-                drafted = False  # whether the reader saw any of the first pass
                 with timed("synthesize"):
                     async for piece in self._answer(
                         answer_messages(persona, first, query), first, persona, withheld, started
                     ):
                         if isinstance(piece, Draft):
-                            timed_from, drafted = None, True
+                            drafted = True
                             yield piece
                         else:
                             quick = piece
@@ -288,7 +287,7 @@ class Asker:
                         sources,
                         persona,
                         withheld,
-                        timed_from,
+                        None if drafted else started,  # first words are timed once per ask
                     ):
                         if isinstance(piece, Draft):
                             yield piece

@@ -98,7 +98,7 @@ class OrchestratorSettings(ServiceSettings):
     )
     ask_first_pass_min_tokens: int = Field(
         450,
-        ge=0,
+        ge=100,
         description="The fewest tokens of sources an ask's first pass reads, however slow the "
         "model: about three excerpts, because retrieval's top three sources hold the answer far "
         "more often than its top two. On a slow CPU this makes the first words later rather "

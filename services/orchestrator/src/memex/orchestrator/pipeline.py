@@ -36,9 +36,10 @@ from memex.orchestrator.telemetry import TelemetryStore
 from memex.shared.errors import InvalidArgument
 
 PROMPT_VERSION = "2026-12-02.2"
-# However slow the model, a chat, or an ask's first pass, reads about 1,000 characters of sources
-# (two or three short excerpts): with less, the 1.5B model answered "I don't know" to questions
-# its notes answer, or answered from the one note it saw when another held the answer.
+# However slow the model, a chat reads about 1,000 characters of sources (two or three short
+# excerpts): with less, the 1.5B model answered "I don't know" to questions its notes answer, or
+# answered from the one note it saw when another held the answer. An ask's first pass has its own
+# floor, ``ask_first_pass_min_tokens``.
 MIN_SOURCES_TOKENS = 300
 
 
@@ -178,8 +179,7 @@ class Briefer:
         rate, seconds = self._info.prefill_tokens_per_second, s.ask_first_pass_seconds
         if rate <= 0 or seconds <= 0:
             return 0
-        floor = max(MIN_SOURCES_TOKENS, s.ask_first_pass_min_tokens)
-        return max(floor, int(rate * seconds) - estimate_tokens(question))
+        return max(s.ask_first_pass_min_tokens, int(rate * seconds) - estimate_tokens(question))
 
     def chat_budget(self, message: str, history: Sequence[Message]) -> int:
         """Tokens a chat's sources may take: what the reasoner reads in
