@@ -141,6 +141,20 @@ class Note:
     links: tuple[Link, ...] = ()
     chunks: tuple[Chunk, ...] = ()
 
+    def meta(self) -> NoteMeta:
+        """The note's metadata, as a store reads it back."""
+        return NoteMeta(
+            id=self.id,
+            path=self.path,
+            title=self.title,
+            date=self.date,
+            fingerprint=self.fingerprint,
+            tags=tuple(self.tags),
+            sensitive=bool(self.sensitive),
+            salience=float(self.salience),
+            record_keys=tuple(self.record_keys),
+        )
+
 
 @dataclass(frozen=True)
 class NoteMeta:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -360,15 +360,16 @@ def get_chunks(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[st
     return {r[0]: _chunk_view(r) for r in rows}
 
 
-def chunk_notes(conn: sqlite3.Connection, tenant: str, ids: list[str]) -> dict[str, NoteMeta]:
-    """Each chunk's note metadata (no chunk text, no mentions: what ranking needs)."""
-    rows = conn.execute(
-        f"SELECT c.id, {_NOTE_COLS} FROM chunks c JOIN notes n "
-        "ON n.tenant = c.tenant AND n.id = c.note_id "
-        "WHERE c.tenant = ? AND c.id IN (SELECT value FROM json_each(?))",
-        (tenant, _ids(ids)),
-    )
-    return {r[0]: _note_meta(r[1:]) for r in rows}
+def catalog_notes(conn: sqlite3.Connection, tenant: str) -> Iterator[NoteMeta]:
+    """Every note of the tenant, to build the chunk catalogue."""
+    rows = conn.execute(f"SELECT {_NOTE_COLS} FROM notes n WHERE n.tenant = ?", (tenant,))
+    return (_note_meta(r) for r in rows)
+
+
+def catalog_chunks(conn: sqlite3.Connection, tenant: str) -> list[tuple[int, str, str]]:
+    """Every (chunk rowid, chunk id, note id) of the tenant, to build the chunk catalogue."""
+    rows = conn.execute("SELECT rowid, id, note_id FROM chunks WHERE tenant = ?", (tenant,))
+    return [(int(r[0]), r[1], r[2]) for r in rows]
 
 
 def note_chunks(conn: sqlite3.Connection, tenant: str, note_id: str) -> list[ChunkView]:
@@ -448,34 +449,6 @@ def search_text_count(conn: sqlite3.Connection, tenant: str) -> int:
     if not keyword.exists(conn, table):
         return 0
     return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-
-def ranked_chunks(
-    conn: sqlite3.Connection,
-    tenant: str,
-    rank: Callable[[int], list[tuple[int, float]]],
-    k: int,
-    flt: SearchFilter,
-) -> list[Hit]:
-    """The k best chunks passing the filter, best first, ties by chunk id, from ``rank(n)``: the
-    n best (rowid, score) of the whole tenant. The filter is applied to the k + 1 best rows,
-    which is enough for broad filters such as "no sensitive notes" when few notes are
-    sensitive; when too few pass, or rows tied with the k-th fall beyond what was read, it reads
-    4 times more, until it has read them all (ranking again is cheap; looking up 4k rows' notes
-    for every search was not: a third of the channel at 200k chunks)."""
-    if k <= 0:
-        return []
-    limit = k + 1
-    while True:
-        scored = rank(limit)
-        ids = passing_chunk_ids(conn, tenant, flt, [key for key, _ in scored])
-        kept = [(key, s) for key, s in scored if key in ids]
-        if len(scored) < limit or (len(kept) >= k and kept[k - 1][1] > scored[-1][1]):
-            break
-        limit *= 4
-    hits = [Hit(id=ids[key], score=s) for key, s in kept]
-    hits.sort(key=lambda h: (-h.score, h.id))
-    return hits[:k]
 
 
 def keyword_chunks(

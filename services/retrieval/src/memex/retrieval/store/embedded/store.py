@@ -7,6 +7,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import math
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from memex.retrieval.store.base import (
 )
 from memex.retrieval.store.embedded import keyword, queries, record_queries
 from memex.retrieval.store.embedded.ann import AnnIndex
+from memex.retrieval.store.embedded.catalog import ChunkCatalog
 from memex.retrieval.store.embedded.keyword_index import KeywordIndex
 from memex.retrieval.store.embedded.schema import connect, is_trivial
 from memex.retrieval.store.filters import apply_query
@@ -55,6 +57,7 @@ class EmbeddedStore:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memex-store")
         self._ann: dict[tuple[str, str], AnnIndex] = {}
         self._keywords: dict[str, KeywordIndex] = {}
+        self._catalogs: dict[str, ChunkCatalog] = {}
         self._closed = False
 
     @classmethod
@@ -143,14 +146,28 @@ class EmbeddedStore:
         self._keywords[tenant] = index
         return index
 
+    def _catalog(self, tenant: str) -> ChunkCatalog:
+        """The tenant's chunk catalogue, built from SQLite on first use."""
+        catalog = self._catalogs.get(tenant)
+        if catalog is None:
+            catalog = ChunkCatalog(
+                queries.catalog_notes(self._conn, tenant),
+                queries.catalog_chunks(self._conn, tenant),
+            )
+            self._catalogs[tenant] = catalog
+        return catalog
+
     @contextlib.contextmanager
     def _derived(self, tenant: str, kind: str) -> Iterator[None]:
         """Around a derived-index update that follows a commit: if it fails, the in-memory
         indexes (ANN, and for chunks the keyword index) are dropped and their sidecars
-        invalidated, so the next use rebuilds them from SQLite, never trusting them."""
+        invalidated, so the next use rebuilds them from SQLite, never trusting them. The chunk
+        catalogue, never saved, is dropped likewise."""
         try:
             yield
         except BaseException:
+            if kind == CHUNKS:
+                self._catalogs.pop(tenant, None)
             ann = self._ann.pop((tenant, kind), None)
             if ann is not None:
                 ann.invalidate()
@@ -178,8 +195,10 @@ class EmbeddedStore:
 
         def work() -> None:
             ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
+            catalog = self._catalog(tenant)
             old, new = self._write(lambda c: queries.replace_note(c, tenant, note, vectors))
             with self._derived(tenant, CHUNKS):
+                catalog.replace_note(note.meta(), old, new, [c.id for c in note.chunks])
                 ann.remove(old)
                 if new:
                     ann.add(np.asarray(new, dtype=np.uint64), np.stack(vectors))
@@ -194,8 +213,10 @@ class EmbeddedStore:
 
         def work() -> int:
             ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
+            catalog = self._catalog(tenant)
             count, old = self._write(lambda c: queries.delete_notes(c, tenant, list(note_ids)))
             with self._derived(tenant, CHUNKS):
+                catalog.delete_notes(note_ids, old)
                 ann.remove(old)
                 words.replace(old, [], queries.generation(self._conn, tenant, CHUNKS))
             return count
@@ -227,8 +248,8 @@ class EmbeddedStore:
         return await self._run(lambda: queries.get_chunks(self._conn, tenant, list(chunk_ids)))
 
     async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
-        """See ``Store.chunk_notes``."""
-        return await self._run(lambda: queries.chunk_notes(self._conn, tenant, list(chunk_ids)))
+        """See ``Store.chunk_notes``: from the chunk catalogue."""
+        return await self._run(lambda: self._catalog(tenant).notes_of(list(chunk_ids)))
 
     async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
         """See ``Store.note_chunks``."""
@@ -312,14 +333,20 @@ class EmbeddedStore:
         k: int,
         passing: Callable[[list[int]], set[int]] | None,
         candidates: Callable[[], list[int]],
+        share: float = 0.25,
     ) -> list[tuple[int, float]]:
         """Unfiltered: HNSW. Filtered: first HNSW with oversampling, keeping the neighbours that
         pass (cheap when the filter is broad, e.g. "no sensitive notes"); if fewer than k pass,
-        an exact scan of the candidates (selective filters), or wider HNSW searches."""
+        an exact scan of the candidates (selective filters), or wider HNSW searches. ``share``
+        is the fraction of the index expected to pass; it sets the oversampling."""
         ann = self._index(tenant, kind)
         if passing is None:
             return ann.search(vector, k)
-        want = k * 4
+        if share <= 0:
+            return []
+        # Asking HNSW for 4k neighbours under a filter that nearly all pass cost more than the
+        # search itself at 200k chunks; a 20% margin over the expected share rarely falls short.
+        want = min(k * 4, math.ceil(k * 1.2 / share) + 10)
         found = ann.search(vector, want)
         ok = passing([key for key, _ in found])
         kept = [(key, s) for key, s in found if key in ok]
@@ -342,20 +369,19 @@ class EmbeddedStore:
         query = self._vector(vector)
 
         def work() -> list[Hit]:
-            passing = (
-                None
-                if is_trivial(flt)
-                else (lambda keys: set(queries.chunk_candidates(self._conn, tenant, flt, keys)))
-            )
+            catalog = self._catalog(tenant)
+            passing = None if is_trivial(flt) else functools.partial(catalog.passing, flt=flt)
             found = self._vector_search(
                 tenant,
                 CHUNKS,
                 query,
                 k,
                 passing,
-                lambda: sorted(queries.chunk_candidates(self._conn, tenant, flt)),
+                functools.partial(catalog.candidates, flt),
+                # The graph channel's few notes: no share to count, an exact scan follows.
+                catalog.share(flt) if flt.note_ids is None else 0.25,
             )
-            ids = queries.chunk_ids(self._conn, [key for key, _ in found])
+            ids = catalog.ids([key for key, _ in found])
             return _hits((ids[key], score) for key, score in found if key in ids)[:k]
 
         return await self._run(work)
@@ -364,12 +390,11 @@ class EmbeddedStore:
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """See ``Store.search_chunks_keyword``: BM25 from the tenant's keyword index (tantivy),
-        then the filter."""
+        then the filter (from the chunk catalogue)."""
 
         def work() -> list[Hit]:
-            index = self._keyword(tenant)
-            rank = functools.partial(index.search, query)
-            return queries.ranked_chunks(self._conn, tenant, rank, k, flt)
+            rank = functools.partial(self._keyword(tenant).search, query)
+            return self._catalog(tenant).ranked(rank, k, flt)
 
         return await self._run(work)
 
@@ -473,6 +498,7 @@ class EmbeddedStore:
 
         def work() -> None:
             self._write(lambda c: queries.delete_tenant(c, tenant))
+            self._catalogs.pop(tenant, None)
             for kind in (CHUNKS, RECORDS):
                 ann = self._ann.pop((tenant, kind), None)
                 if ann is not None:
