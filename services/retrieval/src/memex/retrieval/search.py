@@ -26,7 +26,7 @@ from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.notes import EntityMatcher
 from memex.retrieval.ingest.records_io import entity_names
 from memex.retrieval.rerank import Reranker, combine, order
-from memex.retrieval.store.base import Hit, Record, SearchFilter, Store
+from memex.retrieval.store.base import Hit, NoteMeta, Record, SearchFilter, Store
 from memex.shared.errors import InvalidArgument
 
 CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")
@@ -169,10 +169,9 @@ class Searcher:
         for channel, hits in lists.items():
             metrics.CHANNEL_HITS.labels(channel).observe(len(hits))
         fused, seen = fuse(lists, weights, self._t.fusion, self._t.rrf_k)
-        ranked = await self.rank(query.tenant, fused, seen)
-        # Only the items that can be returned (or reranked) need their texts.
-        head = ranked[: max(self._t.rerank_depth, k) if self._reranker is not None else k]
-        head = await self._hydrate(query.tenant, head)
+        # Only the items that can be returned (or reranked) are built and get their texts.
+        depth = max(self._t.rerank_depth, k) if self._reranker is not None else k
+        head = await self._hydrate(query.tenant, await self.rank(query.tenant, fused, seen, depth))
         if self._reranker is not None:
             head = await self._rerank(self._reranker, query.text, head)
         ranked = head[:k]
@@ -301,55 +300,41 @@ class Searcher:
         return hits[:depth]
 
     async def rank(
-        self, tenant: str, fused: dict[str, float], seen: dict[str, list[ChannelHit]]
+        self,
+        tenant: str,
+        fused: dict[str, float],
+        seen: dict[str, list[ChannelHit]],
+        limit: int | None = None,
     ) -> list[Item]:
-        """Every fused candidate that still exists, adjusted for recency and salience and in
-        descending score (ties by id). Chunks carry their note's metadata but no text yet: the
-        order needs only the fused score, the date and the salience, and fetching the texts of
-        every candidate (~200) cost as much as the vector channel (see ``_hydrate``)."""
-        items = await self._candidates(tenant, fused, seen)
-        today = self._today()
-        for item, salience in items:
-            item.recency = recency_factor(
-                item.date, today, self._t.half_life_days, self._t.recency_weight
-            )
-            item.salience = salience_factor(salience, self._t.salience_weight)
-            item.score = item.fused * item.recency * item.salience
-        return sorted((i for i, _ in items), key=lambda i: (-i.score, i.id))
-
-    async def _candidates(
-        self, tenant: str, fused: dict[str, float], seen: dict[str, list[ChannelHit]]
-    ) -> list[tuple[Item, float]]:
-        """Items (chunks without their text) with each one's salience."""
+        """The best ``limit`` (None: all) fused candidates that still exist, adjusted for
+        recency and salience and in descending score (ties by id). Chunks carry their note's
+        metadata but no text yet: the order needs only the fused score, the date and the
+        salience, and fetching the texts of every candidate (~200) cost as much as the vector
+        channel (see ``_hydrate``); only the items returned are built."""
         chunk_ids = [i for i in fused if ":" not in i]
         refs = [i for i in fused if ":" in i]
         chunk_notes = await self._store.chunk_notes(tenant, chunk_ids)
         records = await self._store.get_records(tenant, refs) if refs else {}
         notes = await self._store.notes_for_records(tenant, refs) if refs else {}
-        out: list[tuple[Item, float]] = []
-        for cid, n in chunk_notes.items():
-            item = Item(
-                id=cid,
-                kind="chunk",
-                text="",
-                episode_id=n.id,
-                date=n.date,
-                title=n.title,
-                path=n.path,
-                citation=f"[[{n.title}]]",
-                sensitive=n.sensitive,
-                channels=seen[cid],
-                fused=fused[cid],
-                attributes={"tags": list(n.tags)},
+        today, t = self._today(), self._t
+        scored: list[tuple[float, str, float, float]] = []
+        dated = [(cid, n.date, n.salience) for cid, n in chunk_notes.items()]
+        dated += [(ref, r.date or "", _record_salience(r)) for ref, r in records.items()]
+        for item_id, date, salience in dated:
+            recency = recency_factor(date, today, t.half_life_days, t.recency_weight)
+            factor = salience_factor(salience, t.salience_weight)
+            scored.append((fused[item_id] * recency * factor, item_id, recency, factor))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        out: list[Item] = []
+        for score, item_id, recency, factor in scored[:limit]:
+            note, channels, value = chunk_notes.get(item_id), seen[item_id], fused[item_id]
+            item = (
+                chunk_item(item_id, note, channels, value)
+                if note is not None
+                else record_item(records[item_id], notes.get(item_id), channels, value)
             )
-            out.append((item, n.salience))
-        for ref, record in records.items():
-            out.append(
-                (
-                    record_item(record, notes.get(ref), seen[ref], fused[ref]),
-                    _record_salience(record),
-                )
-            )
+            item.recency, item.salience, item.score = recency, factor, score
+            out.append(item)
         return out
 
     async def _hydrate(self, tenant: str, items: list[Item]) -> list[Item]:
@@ -366,6 +351,24 @@ class Searcher:
                 item.attributes.update(start=view.start, end=view.end)
             out.append(item)
         return out
+
+
+def chunk_item(chunk_id: str, note: NoteMeta, channels: list[ChannelHit], fused: float) -> Item:
+    """A chunk as a result item, with its note's metadata and no text yet."""
+    return Item(
+        id=chunk_id,
+        kind="chunk",
+        text="",
+        episode_id=note.id,
+        date=note.date,
+        title=note.title,
+        path=note.path,
+        citation=f"[[{note.title}]]",
+        sensitive=note.sensitive,
+        channels=channels,
+        fused=fused,
+        attributes={"tags": list(note.tags)},
+    )
 
 
 def record_item(record: Record, note: Any, channels: list[ChannelHit], fused: float) -> Item:
