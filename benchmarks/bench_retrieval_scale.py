@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import Chunk, Note
 from memex.retrieval.store.embedded import EmbeddedStore, queries
@@ -37,13 +38,14 @@ RECALL_QUERIES = 200
 
 
 class FixedEmbedder:
-    """Returns precomputed query vectors, so timings exclude query embedding."""
+    """Returns precomputed query vectors, so timings exclude query embedding. It answers to the
+    model the store was indexed with (the vectors were made by it), so the model check passes."""
 
     dimension = DIM
-    model_id = "precomputed"
 
-    def __init__(self, table: dict[str, NDArray[np.float32]]) -> None:
+    def __init__(self, table: dict[str, NDArray[np.float32]], model_id: str = "") -> None:
         self._table = table
+        self.model_id = model_id
 
     async def embed(self, texts: Sequence[str], kind: str) -> NDArray[np.float32]:
         """The stored vector of each text."""
@@ -89,7 +91,9 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
         started = time.perf_counter()
         store._keyword(TENANT)  # opens the saved keyword index, or rebuilds it
         keyword_load_s = time.perf_counter() - started
-        searcher = Searcher(store, FixedEmbedder(dict(zip(texts, vectors, strict=True))), _tuning())
+        model = await store.get_meta(TENANT, MODEL_META) or ""
+        table = dict(zip(texts, vectors, strict=True))
+        searcher = Searcher(store, FixedEmbedder(table, model), _tuning())
         for text in texts[:20]:  # warm the page cache
             await searcher.search(Query(TENANT, text))
         latencies = [(await searcher.search(Query(TENANT, t))).search_ms for t in texts]

@@ -18,6 +18,7 @@ service reports it (query embedding excluded), on each store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import statistics
@@ -33,11 +34,14 @@ from numpy.typing import NDArray
 from memex.retrieval.bench.beir import Beir, dedupe, ndcg_at, recall_at
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.core import RetrievalCore
+from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.search import Query
 from memex.retrieval.store.base import Chunk, Note, Store
 from memex.retrieval.store.embedded import EmbeddedStore
 from memex.retrieval.store.embedded import keyword as fts
 from memex.retrieval.store.weaviate import WeaviateStore
+from memex.retrieval.store.weaviate_replication import ReplicationPolicy, WeaviateNode
+from memex.retrieval.weaviate_cluster import WeaviateCluster
 from memex.retrieval.weaviate_server import WeaviateServer
 
 TENANT = "default"
@@ -48,12 +52,12 @@ LATENCY_QUERIES = 300
 
 
 class FixedEmbedder:
-    """Returns precomputed query vectors, so both stores rank the very same vectors."""
+    """Returns precomputed query vectors, so both stores rank the very same vectors; it answers
+    to the model that made them, so the search's model check passes."""
 
-    model_id = "precomputed"
-
-    def __init__(self, table: dict[str, NDArray[np.float32]]) -> None:
+    def __init__(self, table: dict[str, NDArray[np.float32]], model_id: str) -> None:
         self._table = table
+        self.model_id = model_id
         self.dimension = len(next(iter(table.values())))
 
     async def embed(self, texts: Sequence[str], kind: str) -> NDArray[np.float32]:
@@ -183,8 +187,30 @@ def _scores(ranks: dict[str, list[str]], data: Beir) -> tuple[float, float]:
     )
 
 
-async def weaviate_report(data: Beir, stems: dict[str, str], work: Path) -> dict[str, Any]:
-    """Runs the comparison and prints it; returns the figures."""
+def indexed_with(store_dir: Path) -> str:
+    """The embedding model the cached corpus store was indexed with (the query vectors' too)."""
+    conn = sqlite3.connect(f"file:{store_dir / 'memex.db'}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT value FROM meta WHERE tenant = ? AND key = ?", (TENANT, MODEL_META)
+        ).fetchone()
+    finally:
+        conn.close()
+    return str(row[0]) if row else ""
+
+
+def weaviate_servers(root: Path, nodes: int, logs: Path) -> list[WeaviateServer]:
+    """One server, or the nodes of a cluster (peers, one API key), not started."""
+    if nodes == 1:
+        return [WeaviateServer(root / "data", log_path=logs / "weaviate.log")]
+    return WeaviateCluster(root, nodes).servers
+
+
+async def weaviate_report(
+    data: Beir, stems: dict[str, str], work: Path, nodes: int = 1
+) -> dict[str, Any]:
+    """Runs the comparison and prints it (on ``nodes`` Weaviate nodes, replication factor
+    ``nodes``); returns the figures."""
     store_dir, query_file = work / "store", work / "query-vectors.json"
     if not (store_dir / "memex.db").exists() or not query_file.exists():
         raise SystemExit(
@@ -196,7 +222,7 @@ async def weaviate_report(data: Beir, stems: dict[str, str], work: Path) -> dict
         t: np.asarray(v, dtype=np.float32)
         for t, v in zip(payload["texts"], payload["vectors"], strict=True)
     }
-    embedder = FixedEmbedder(table)
+    embedder = FixedEmbedder(table, indexed_with(store_dir))
     texts = {qid: text for qid, text in data.queries.items() if text in table}
     missing = len(data.queries) - len(texts)
     assert not missing, f"{missing} queries have no cached vector: wrong query-vectors.json?"
@@ -212,15 +238,24 @@ async def weaviate_report(data: Beir, stems: dict[str, str], work: Path) -> dict
         await embedded.close()
 
     with tempfile.TemporaryDirectory(prefix="memex-bench-weaviate-") as tmp:
-        server = WeaviateServer(Path(tmp) / "data", log_path=work / "logs" / "weaviate.log")
         (work / "logs").mkdir(exist_ok=True)
-        with server:
+        servers = weaviate_servers(Path(tmp), nodes, work / "logs")
+        with contextlib.ExitStack() as running:
+            for server in servers:
+                running.callback(server.stop)
+                server.start()
+            for server in servers:
+                server.wait_ready(180)
+            first, *others = servers
             store = await WeaviateStore.connect(
-                http_host=server.host,
-                http_port=server.ports.http,
-                grpc_port=server.ports.grpc,
-                api_key=server.api_key,
+                http_host=first.host,
+                http_port=first.ports.http,
+                grpc_port=first.ports.grpc,
+                api_key=first.api_key,
                 dimension=embedder.dimension,
+                failover=[WeaviateNode(s.host, s.ports.http, s.ports.grpc) for s in others],
+                # As `memex up --store weaviate --nodes N` runs it: every node holds a replica.
+                policy=ReplicationPolicy(factor=nodes, read="QUORUM"),
             )
             try:
                 seconds = await load(store, notes)
