@@ -27,7 +27,8 @@
 
 ``--store weaviate`` runs neither part: it compares the Weaviate backend with the embedded one on
 the corpus store and query vectors an embedded run left in ``--work`` (nothing is embedded
-again); see bench_retrieval_weaviate.py.
+again); see bench_retrieval_weaviate.py. ``--nodes 3`` runs that comparison on a 3-node
+cluster with replication factor 3 and QUORUM reads and writes.
 """
 
 from __future__ import annotations
@@ -383,6 +384,13 @@ async def main() -> int:
         "store and query vectors (no embedding; the service's fusion settings)",
     )
     parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="with --store weaviate: Weaviate nodes, each holding a replica (3: as `memex up "
+        "--store weaviate --nodes 3` runs it)",
+    )
+    parser.add_argument(
         "--work", type=Path, default=None, help="work folder (default: per BEIR name, embedder)"
     )
     args = parser.parse_args()
@@ -411,7 +419,7 @@ async def main() -> int:
                 args.subset_queries or len(data.queries),
                 args.subset_docs or len(data.corpus),
             )
-        await weaviate_report(data, {safe_name(d): d for d in data.corpus}, work)
+        await weaviate_report(data, {safe_name(d): d for d in data.corpus}, work, args.nodes)
         print(f"\n(benchmark took {time.perf_counter() - started:.0f}s)")
         return 0
     state = await quality(args, work)
