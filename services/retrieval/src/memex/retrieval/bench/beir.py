@@ -24,9 +24,10 @@ class Beir:
 def load(folder: Path, split: str) -> Beir:
     """Reads corpus.jsonl, queries.jsonl and qrels/<split>.tsv; keeps queries that have qrels."""
     corpus = {}
-    for line in (folder / "corpus.jsonl").open():
-        doc = json.loads(line)
-        corpus[str(doc["_id"])] = (doc.get("title") or "", doc.get("text") or "")
+    with (folder / "corpus.jsonl").open() as handle:
+        for line in handle:
+            doc = json.loads(line)
+            corpus[str(doc["_id"])] = (doc.get("title") or "", doc.get("text") or "")
     qrels: dict[str, dict[str, int]] = {}
     with (folder / "qrels" / f"{split}.tsv").open() as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
@@ -34,10 +35,11 @@ def load(folder: Path, split: str) -> Beir:
             if score > 0:
                 qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = score
     queries = {}
-    for line in (folder / "queries.jsonl").open():
-        query = json.loads(line)
-        if str(query["_id"]) in qrels:
-            queries[str(query["_id"])] = query["text"]
+    with (folder / "queries.jsonl").open() as handle:
+        for line in handle:
+            query = json.loads(line)
+            if str(query["_id"]) in qrels:
+                queries[str(query["_id"])] = query["text"]
     return Beir(corpus, queries, qrels)
 
 
