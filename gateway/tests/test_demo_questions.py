@@ -1,0 +1,63 @@
+"""The demo vault's question file (`demo/eval/questions.jsonl`) is sound: it parses, has the
+mix `memex eval` needs, every gold entry names a note or record of `demo/vault`, and every fact
+of an answerable question is stated in one of its gold sources, so a right answer can cite."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from memex.gateway.cli.eval_scoring import contains, parse_questions, ref_key
+
+ROOT = Path(__file__).resolve().parents[2]
+VAULT = ROOT / "demo" / "vault"
+QUESTIONS = ROOT / "demo" / "eval" / "questions.jsonl"
+
+
+def _sources() -> dict[str, str]:
+    """Text by gold key: each note under its title (frontmatter, else file name) and aliases,
+    each record as ``collection:id``."""
+    found: dict[str, str] = {}
+    for path in VAULT.rglob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        meta: dict[str, object] = {}
+        if text.startswith("---\n"):
+            block = text.split("\n---", 2)[0][4:]
+            try:
+                meta = yaml.safe_load(block) or {}
+            except yaml.YAMLError:  # the vault has broken frontmatter on purpose; memex reads
+                # such a block line by line, and so does this
+                meta = dict(re.findall(r"^(title): (.+)$", block, re.MULTILINE))
+        aliases = meta.get("aliases") or []
+        names = [str(meta.get("title") or path.stem)]
+        names += [str(a) for a in aliases] if isinstance(aliases, list) else [str(aliases)]
+        for name in names:
+            found[ref_key(name)] = text
+    for path in (VAULT / "records").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                found[ref_key(f"{path.stem}:{record['id']}")] = json.dumps(
+                    record, ensure_ascii=False
+                )
+    return found
+
+
+def test_the_demo_question_file_is_sound() -> None:
+    questions = parse_questions(QUESTIONS.read_text(encoding="utf-8").splitlines(), str(QUESTIONS))
+    assert len(questions) >= 40
+    assert sum(not q.answerable for q in questions) >= 8
+    sources = _sources()
+    for q in questions:
+        if not q.answerable:
+            continue
+        unknown = [g for g in q.gold if ref_key(g) not in sources]
+        assert not unknown, f"{q.id}: gold {unknown} is no note or record of demo/vault"
+        texts = [sources[ref_key(g)] for g in q.gold]
+        for fact in q.facts:
+            assert any(contains(t, alt) for t in texts for alt in fact), (
+                f"{q.id}: no gold source states {fact[0]!r}"
+            )
