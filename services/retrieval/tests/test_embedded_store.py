@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from memex.retrieval.config import RetrievalSettings
+from memex.retrieval.core import open_core
 from memex.retrieval.store.base import SearchFilter
 from memex.retrieval.store.embedded import EmbeddedStore, keyword
 from memex.retrieval.testing import DIM, axis, note
@@ -189,3 +192,31 @@ async def test_keyword_search_reads_further_when_the_best_chunks_are_filtered(
         assert len(await store.search_chunks_keyword("t", "harbour", 20, SearchFilter())) == 15
     finally:
         await store.close()
+
+
+async def test_warm_loads_what_the_first_search_would(tmp_path: Path) -> None:
+    await _filled(tmp_path)
+    store = await EmbeddedStore.open(tmp_path, DIM)
+    try:
+        assert not store._catalogs and not store._keywords and not store._ann
+        await store.warm("t")
+        assert "t" in store._catalogs and "t" in store._keywords and ("t", "chunks") in store._ann
+        assert len(store._catalog("t")) == 6
+    finally:
+        await store.close()
+
+
+async def test_the_service_warms_the_default_tenant_as_it_starts(
+    tmp_path: Path, embedding_addr: str
+) -> None:
+    settings = RetrievalSettings(
+        port=0, embedding_addr=embedding_addr, store_dir=tmp_path / "store", default_tenant="me"
+    )
+    async with open_core(settings) as core:
+        store = core.store
+        assert isinstance(store, EmbeddedStore)
+        for _ in range(200):
+            if "me" in store._catalogs:
+                break
+            await asyncio.sleep(0.05)
+        assert "me" in store._catalogs and "me" in store._keywords

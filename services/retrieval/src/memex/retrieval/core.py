@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
+import time
 from collections.abc import AsyncIterator
 
 from memex.retrieval.config import RetrievalSettings
@@ -19,6 +21,8 @@ from memex.retrieval.search import Searcher, Tuning
 from memex.retrieval.store import open_store
 from memex.retrieval.store.base import Store
 from memex.shared.errors import FailedPrecondition, InvalidArgument
+
+log = logging.getLogger(__name__)
 
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -118,7 +122,8 @@ class RetrievalCore:
 @contextlib.asynccontextmanager
 async def open_core(settings: RetrievalSettings) -> AsyncIterator[RetrievalCore]:
     """Loads the reranker (a bad one fails here, before anything else starts), connects to the
-    embedding service (for the vector dimension), opens the store."""
+    embedding service (for the vector dimension), opens the store, and starts warming the
+    default tenant's indexes in the background (the service answers meanwhile)."""
     reranker = open_reranker(settings)
     async with (
         open_embedder(
@@ -126,4 +131,20 @@ async def open_core(settings: RetrievalSettings) -> AsyncIterator[RetrievalCore]
         ) as embedder,
         open_store(settings, embedder.dimension) as store,
     ):
-        yield RetrievalCore(settings, store, embedder, reranker)
+        warming = asyncio.create_task(_warm(store, settings.default_tenant))
+        try:
+            yield RetrievalCore(settings, store, embedder, reranker)
+        finally:
+            warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await warming
+
+
+async def _warm(store: Store, tenant: str) -> None:
+    started = time.perf_counter()
+    try:
+        await store.warm(tenant)
+    except Exception:  # the first search loads (or fails) the same way and says why
+        log.exception("warming tenant %r's indexes failed; its first search will retry", tenant)
+        return
+    log.info("tenant %r's indexes ready in %.1fs", tenant, time.perf_counter() - started)

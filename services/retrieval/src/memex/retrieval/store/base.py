@@ -411,5 +411,9 @@ class Store(Protocol):
     async def stats(self, tenant: str) -> StoreStats:
         """Counts of what the tenant has stored."""
 
+    async def warm(self, tenant: str) -> None:
+        """Loads whatever the tenant's searches build on first use, so the first search after
+        a start does not pay for it (nothing, for a backend that keeps no such state)."""
+
     async def delete_tenant(self, tenant: str) -> None:
         """Removes everything of the tenant; idempotent."""

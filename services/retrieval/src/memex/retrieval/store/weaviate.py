@@ -450,6 +450,9 @@ class WeaviateStore(WeaviateCollections):
         nor observe; so False, and the receipt says so."""
         return False
 
+    async def warm(self, tenant: str) -> None:
+        """See ``Store.warm``: Weaviate's indexes live in the server; nothing to load here."""
+
     @mapped_errors
     async def stats(self, tenant: str) -> StoreStats:
         """Counts by aggregation (links and mentions are summed per note and per chunk)."""
