@@ -75,6 +75,7 @@ class ChunkCatalog:
     ) -> None:
         """A note was written: its old chunk rowids are gone, ``new`` (the chunks ``chunk_ids``)
         belong to it."""
+        self._changed()
         self._drop(old)
         slot = self._put(note)
         keys = np.asarray(new, dtype=np.int64)
@@ -89,17 +90,21 @@ class ChunkCatalog:
             order = np.argsort(rowids, kind="stable")
             rowids, ids, slots = rowids[order], ids[order], slots[order]
         self._rowids, self._ids, self._slot_of = rowids, ids, slots
-        self._by_id = None
 
     def delete_notes(self, note_ids: Iterable[str], old: Sequence[int]) -> None:
         """Notes were deleted along with the chunk rowids ``old``."""
+        self._changed()
         self._drop(old)
         for note_id in note_ids:
             slot = self._slots.pop(note_id, None)
             if slot is not None:
                 self._notes[slot] = None  # the slot is not reused until the next rebuild
+
+    def _changed(self) -> None:
+        """Forgets what is cached from the arrays and notes, before they change."""
         self._masks.clear()
         self._shares.clear()
+        self._by_id = None
 
     def _put(self, note: NoteMeta) -> int:
         slot = self._slots.get(note.id)
@@ -109,8 +114,6 @@ class ChunkCatalog:
             self._slots[note.id] = slot
         else:
             self._notes[slot] = note
-        self._masks.clear()
-        self._shares.clear()
         return slot
 
     def _drop(self, old: Sequence[int]) -> None:
@@ -118,8 +121,6 @@ class ChunkCatalog:
             keep = ~np.isin(self._rowids, np.asarray(old, dtype=np.int64))
             self._rowids, self._ids = self._rowids[keep], self._ids[keep]
             self._slot_of = self._slot_of[keep]
-            self._by_id = None
-            self._shares.clear()
 
     # -- reads ---------------------------------------------------------------------------------
     def _positions(self, keys: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.intp]]:

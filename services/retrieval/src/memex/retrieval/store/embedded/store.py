@@ -333,20 +333,21 @@ class EmbeddedStore:
         k: int,
         passing: Callable[[list[int]], set[int]] | None,
         candidates: Callable[[], list[int]],
-        share: float = 0.25,
+        share: float | None = None,
     ) -> list[tuple[int, float]]:
         """Unfiltered: HNSW. Filtered: first HNSW with oversampling, keeping the neighbours that
         pass (cheap when the filter is broad, e.g. "no sensitive notes"); if fewer than k pass,
         an exact scan of the candidates (selective filters), or wider HNSW searches. ``share``
-        is the fraction of the index expected to pass; it sets the oversampling."""
+        is the fraction of the index expected to pass (None: not known), which sets the
+        oversampling."""
         ann = self._index(tenant, kind)
         if passing is None:
             return ann.search(vector, k)
-        if share <= 0:
+        if share == 0:
             return []
         # Asking HNSW for 4k neighbours under a filter that nearly all pass cost more than the
         # search itself at 200k chunks; a 20% margin over the expected share rarely falls short.
-        want = min(k * 4, math.ceil(k * 1.2 / share) + 10)
+        want = k * 4 if share is None else min(k * 4, math.ceil(k * 1.2 / share) + 10)
         found = ann.search(vector, want)
         ok = passing([key for key, _ in found])
         kept = [(key, s) for key, s in found if key in ok]
@@ -370,17 +371,19 @@ class EmbeddedStore:
 
         def work() -> list[Hit]:
             catalog = self._catalog(tenant)
-            passing = None if is_trivial(flt) else functools.partial(catalog.passing, flt=flt)
-            found = self._vector_search(
-                tenant,
-                CHUNKS,
-                query,
-                k,
-                passing,
-                functools.partial(catalog.candidates, flt),
-                # The graph channel's few notes: no share to count, an exact scan follows.
-                catalog.share(flt) if flt.note_ids is None else 0.25,
-            )
+            if is_trivial(flt):
+                found = self._vector_search(tenant, CHUNKS, query, k, None, list)
+            else:
+                found = self._vector_search(
+                    tenant,
+                    CHUNKS,
+                    query,
+                    k,
+                    functools.partial(catalog.passing, flt=flt),
+                    functools.partial(catalog.candidates, flt),
+                    # A list of notes (the graph channel's few) is scanned exactly anyway.
+                    catalog.share(flt) if flt.note_ids is None else None,
+                )
             ids = catalog.ids([key for key, _ in found])
             return _hits((ids[key], score) for key, score in found if key in ids)[:k]
 
