@@ -43,7 +43,7 @@ async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
     assert row["purpose"] == "ask_synthesize"
     assert result.stages == ["retrieve", "synthesize", "ground_check"]
     prompt = model.calls[0].messages[-1].content
-    assert prompt.startswith("Sources:\n\n[1] Flat lease (2026-02-01)\nAgreed with Dana")
+    assert prompt.startswith("Sources:\n\n[1] Flat lease (1 February 2026)\nAgreed with Dana")
     assert "[4] Record: Dana Ruiz" in prompt and prompt.endswith(
         "Question: What did we agree about the deposit?"
     )

@@ -10,10 +10,12 @@ from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import terms
 from memex.orchestrator.sources import (
     EMPTY_MEMORY_NOTE,
+    dateline,
     estimate_tokens,
     leading,
     render_all,
     select,
+    spoken_date,
     tighten,
 )
 
@@ -40,7 +42,7 @@ def test_sources_are_numbered_with_their_provenance_and_kind() -> None:
     sources = select(items, "what shipped?", token_budget=1000, excerpt_chars=700, limit=8)
     text = render_all(sources)
     assert text.startswith(
-        "Sources:\n\n[1] Warden retro (2026-03-14)\nShipped the auth refactor this week."
+        "Sources:\n\n[1] Warden retro (14 March 2026)\nShipped the auth refactor this week."
     )
     assert "[2] Record: Dana Ruiz\nLandlord." in text
     assert "[3] Belief (a conclusion drawn from the notes, not the person's words): beliefs:b1" in (
@@ -98,6 +100,9 @@ def test_an_empty_memory_is_said_literally() -> None:
         "leave left leaving",
         "plan planned",
         "fill filling",
+        "November Nov nov.",
+        "September Sep Sept",
+        "Tuesday Tue Tues tuesdays",
     ],
 )
 def test_the_forms_of_a_word_share_one_stem(forms: str) -> None:
@@ -112,3 +117,39 @@ def test_a_first_pass_is_the_leading_sources_that_fit_and_at_least_one() -> None
     assert leading(sources, one * 2 + 10) == sources[:2]
     assert leading(sources, 1) == sources[:1]
     assert leading(sources, 10_000) == sources
+
+
+@pytest.mark.parametrize(
+    ("iso", "spoken"),
+    [
+        ("2026-12-10", "10 December 2026"),
+        ("2025-03-01", "1 March 2025"),
+        ("2026-05", "May 2026"),
+        ("2026-13-01", "2026-13-01"),  # not a date: shown as it is
+        ("soon", "soon"),
+    ],
+)
+def test_dates_are_shown_as_notes_write_them(iso: str, spoken: str) -> None:
+    assert spoken_date(iso) == spoken
+
+
+def test_a_record_header_says_what_its_date_is_and_its_status() -> None:
+    due = {"title": "Plan Christmas", "due": "2026-12-10", "status": "pending"}
+    inbox = item(
+        1,
+        "Plan Christmas",
+        kind="record",
+        title="Plan Christmas",
+        date="2026-12-10",
+        attributes=due,
+    )
+    event = item(
+        2, "Kirkstall", kind="record", date="2026-10-11", attributes={"date": "2026-10-11"}
+    )
+    # A note's date is the note's own; a note has no status even when its front matter says so.
+    note = item(3, "Draft.", date="2026-04-28", attributes={"status": "draft"})
+    assert dateline(inbox) == "due 10 December 2026, pending"
+    assert dateline(event) == "11 October 2026"
+    assert dateline(note) == "28 April 2026"
+    text = render_all(select([inbox], "by when?", token_budget=500, excerpt_chars=400, limit=8))
+    assert "[1] Record: Plan Christmas (due 10 December 2026, pending)\n" in text

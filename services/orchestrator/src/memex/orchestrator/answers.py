@@ -32,7 +32,7 @@ from memex.orchestrator.lexical import (
     terms,
     topical,
 )
-from memex.orchestrator.sources import Source
+from memex.orchestrator.sources import Source, dateline
 from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 
 QUOTE_CAP = 300
@@ -157,13 +157,15 @@ def grade(claim: str, source: Source) -> _Grade:
         cover = coverage(claim_terms, terms(part.text))
         if cover > best_cover:
             best_cover, best_quote = cover, strip_list_mark(part.text)
-    # The model reads a source's title in its header ("[1] Kirkstall Half (2026-10-11)").
-    whole = coverage(claim_terms, terms(f"{source.item.title} {source.excerpt}"))
+    # The model reads a source's title and date in its header ("[1] Kirkstall Half (11 October
+    # 2026)"; "(due 10 December 2026)" for an inbox item).
+    heading = f"{source.item.title} {dateline(source.item)}"
+    whole = coverage(claim_terms, terms(f"{heading} {source.excerpt}"))
     quote = best_quote or strip_list_mark(source.excerpt)
     if len(quote) > QUOTE_CAP:
         quote = quote[:QUOTE_CAP].rsplit(" ", 1)[0]
     cover = max(best_cover, whole)
-    held = set(terms(f"{source.item.title} {source.item.date} {source.excerpt}"))
+    held = set(terms(f"{heading} {source.item.date} {source.excerpt}"))
     if any(is_number(term) and term not in held for term in claim_terms):
         return _Grade("inference", cover, quote)
     bare = squash(claim).strip(" .")

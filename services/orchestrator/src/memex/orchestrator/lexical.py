@@ -96,10 +96,21 @@ def topical(question_terms: Iterable[str]) -> set[str]:
     return (wanted - COMMON_VERBS - TIME_UNITS) or wanted
 
 
+# Month and weekday abbreviations, read as the whole word: a table row "| Nov | Piranesi |"
+# answers "which novel did I read in November?", and "Tue" is a Tuesday ("Sat" and "Sun" are
+# words too, so they stay as they are).
+_ABBREVIATIONS = {
+    word[:3]: word
+    for word in """january february march april june july august september october november
+    december monday tuesday wednesday thursday friday""".split()  # noqa: SIM905 - as STOPWORDS
+} | {"sept": "september", "tues": "tuesday", "thur": "thursday", "thurs": "thursday"}
+
+
 def _normal(token: str) -> str:
     if token[0].isdigit():
         return token.replace(",", "").rstrip(".")
     word = token.removesuffix("'s")
+    word = _ABBREVIATIONS.get(word, word)
     return _stem(_IRREGULAR.get(word, word))
 
 

@@ -114,12 +114,62 @@ def tighten(text: str, query: Counter[str], cap: int) -> tuple[str, tuple[Segmen
     return f"{lead}{body}{tail}", tuple(window)
 
 
+_MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+# What a record's date is, by the field it came from (retrieval's order of date fields); a plain
+# ``date`` needs no word. "Plan Christmas (due 10 December 2026)" answers "by when?"; a bare
+# date in brackets reads to a small model as when the note was written.
+_DATE_FIELDS = (
+    ("date", ""),
+    ("observed_at", "observed"),
+    ("start", "starts"),
+    ("due", "due"),
+    ("created", "created"),
+)
+
+
+def spoken_date(iso: str) -> str:
+    """``2026-12-10`` as ``10 December 2026`` (``2026-12`` as ``December 2026``): how notes write
+    dates, so a model copies them that way, and fewer prompt tokens than ten digits and dashes.
+    Anything that is not such a date is returned as it is."""
+    match = re.fullmatch(r"(\d{4})-(\d{2})(?:-(\d{2}))?", iso.strip())
+    if not match or not 1 <= int(match[2]) <= 12:
+        return iso
+    month = f"{_MONTH_NAMES[int(match[2]) - 1]} {match[1]}"
+    return f"{int(match[3])} {month}" if match[3] else month
+
+
+def dateline(item: ShownItem) -> str:
+    """An item's date as its header shows it: ``10 December 2026``, with what the date is for a
+    record whose date is not a plain ``date`` (``due 10 December 2026``), and a record's status
+    (``pending``) when it has one; "" when undated and without a status."""
+    parts = []
+    if item.date:
+        label = ""
+        if item.kind != "chunk":
+            label = next(
+                (
+                    word
+                    for name, word in _DATE_FIELDS
+                    if str(item.attributes.get(name) or "")[:10] == item.date
+                ),
+                "",
+            )
+        parts.append(f"{label} {spoken_date(item.date)}".strip())
+    status = item.attributes.get("status") if item.kind != "chunk" else None
+    if isinstance(status, str) and status.strip():
+        parts.append(status.strip())
+    return ", ".join(parts)
+
+
 def header(source: Source) -> str:
     """``[n] Title (date)``, with the kind of item when it is not a note."""
     item = source.item
     name = item.title or item.ref
-    date = f" ({item.date})" if item.date else ""
-    return f"[{source.number}] {_LABELS[item.kind]}{name}{date}"
+    when = dateline(item)
+    return f"[{source.number}] {_LABELS[item.kind]}{name}{f' ({when})' if when else ''}"
 
 
 def render(source: Source) -> str:
