@@ -12,12 +12,32 @@ from memex.retrieval.ingest.notes import EntityMatcher
 
 
 def test_sections_carry_heading_paths_and_offsets() -> None:
-    body = "intro line\n# Plans\n## Q3\nship it\n## Q4\nrest\n# Other\ntext\n"
+    intro = "An opening long enough to stand as a chunk of its own. " * 5
+    body = f"{intro}\n# Plans\n## Q3\nship it\n## Q4\nrest\n# Other\ntext\n"
     chunks = chunk_body(body)
     assert [c.heading for c in chunks] == ["", "Plans > Q3", "Plans > Q4", "Other"]
     for c in chunks:
         assert body[c.start : c.end] == c.text
     assert chunks[1].text.startswith("# Plans")  # the empty "Plans" section joins "Q3"
+
+
+def test_a_short_opening_joins_the_section_after_it() -> None:
+    body = (
+        "# Moving Flat\n\nFrom Larchfield Road to Stainburn Mount, December to May.\n\n"
+        "## Why\n\nThe notice came on 6 January: out by 31 May 2026.\n\n"
+        "## Timeline\n\n" + "- a dated step of the move, one line each.\n" * 8
+    )
+    chunks = chunk_body(body)
+    assert [c.heading for c in chunks] == ["Moving Flat > Why", "Moving Flat > Timeline"]
+    assert chunks[0].text.startswith("# Moving Flat\n\nFrom Larchfield Road")
+    assert chunks[0].text.endswith("out by 31 May 2026.")
+    for c in chunks:
+        assert body[c.start : c.end] == c.text
+    # An opening that says enough stays a chunk of its own; a note that is only a short
+    # opening is still one chunk.
+    long_lead = "An opening that says a good deal about the note, " * 6
+    assert [c.heading for c in chunk_body(f"{long_lead}\n## Why\nbecause")] == ["", "Why"]
+    assert [c.text for c in chunk_body("Just one line.")] == ["Just one line."]
 
 
 def test_long_sections_split_at_word_boundaries() -> None:

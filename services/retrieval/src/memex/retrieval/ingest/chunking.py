@@ -1,8 +1,11 @@
 """Heading-aware chunking: sections by heading, packed to at most ``max_chars``, never mid-word.
 
 Every chunk keeps its heading path ("Plans > Q3") and its character offsets in the note body,
-so ``body[start:end] == text``. A section that is only a heading joins the next section. A
-section longer than the limit is split at paragraph breaks, then sentence ends, then spaces; only
+so ``body[start:end] == text``. A section that is only a heading joins the next section, and so
+does a note's short opening (under ``LEAD_CHARS``: "What Graham and I agreed about the deposit.
+Part of Moving Flat."): alone it carries no fact, yet it matches every question about the note
+and takes a briefing's place; with the section after it, that section gains the note's
+context. A section longer than the limit is split at paragraph breaks, then sentence ends, then spaces; only
 a single "word" longer than the limit (a pasted blob) is ever cut, at the limit.
 """
 
@@ -14,7 +17,8 @@ from dataclasses import dataclass
 from memex.retrieval.ingest.markdown import code_mask, headings
 
 MAX_CHARS = 1600
-CHUNKER_VERSION = "1"
+LEAD_CHARS = 240
+CHUNKER_VERSION = "2"  # 2: a short opening joins the section after it
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+"))
 
 
@@ -73,16 +77,19 @@ def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
     """Splits a note body into chunks (see the module doc)."""
     chunks: list[TextChunk] = []
     pending: tuple[str, int] | None = None  # a heading-only section waiting for content
+    opening = True  # no section with content seen yet
     for heading, start, end in _sections(body):
         s, e = _trim(body, start, end)
         if s == e:
             continue
         first_line_end = body.find("\n", s, e)
         only_heading = first_line_end == -1 and headings(body[s:e]) is not None
-        if only_heading:
-            pending = pending or (heading, s)
-            pending = (heading, pending[1])
+        opened = pending[1] if pending else s
+        if only_heading or (opening and e - s < LEAD_CHARS):
+            pending = (heading, opened)
+            opening = opening and only_heading  # only the first section with content joins on
             continue
+        opening = False
         if pending is not None:
             s = pending[1]
             pending = None
