@@ -5,8 +5,8 @@ so ``body[start:end] == text``. A section that is only a heading joins the next 
 does a note's short opening (under ``LEAD_CHARS``: "What Graham and I agreed about the deposit.
 Part of Moving Flat."): alone it carries no fact, yet it matches every question about the note
 and takes a briefing's place; with the section after it, that section gains the note's
-context. A section longer than the limit is split at paragraph breaks, then sentence ends, then spaces; only
-a single "word" longer than the limit (a pasted blob) is ever cut, at the limit.
+context. A section longer than the limit is split at paragraph breaks, then sentence ends, then
+spaces; only a single "word" longer than the limit (a pasted blob) is ever cut, at the limit.
 """
 
 from __future__ import annotations
