@@ -111,6 +111,30 @@ def test_an_uncited_answer_is_attributed_only_to_a_source_that_holds_it() -> Non
     assert not read("Ron lives in Leeds and likes jazz.", SOURCES).citations
 
 
+def test_an_uncited_answer_that_names_a_note_is_attributed_to_it() -> None:
+    # Both hold the claim; the person note holds more of its words, but the claim names the
+    # agreement, as a model that writes no numbers cites.
+    sources = [
+        source(
+            1,
+            "Short version: £1,150 deposit, £120 deducted, £1,030 back to me. Graham "
+            "wrote it up in Flat Deposit Agreement.",
+            "Graham Pearce",
+        ),
+        source(
+            2,
+            "- Deposit paid: £1,150.\n- Amount to come back to me: £1,030.",
+            "Flat Deposit Agreement",
+        ),
+    ]
+    claim = "Graham agreed to give back £1,030 of the £1,150 deposit, as agreed in the Flat Deposit"
+    reading = read(f"{claim} Agreement.", sources)
+    assert reading.attributed
+    assert [c.ref for c in reading.citations] == ["[[Flat Deposit Agreement]]"]
+    unnamed = read("Graham agreed to give back £1,030 of the £1,150 deposit.", sources)
+    assert [c.ref for c in unnamed.citations] == ["[[Graham Pearce]]"]
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7])
 def test_streamed_numbers_never_show_raw_whatever_the_chunking(size: int) -> None:
     text = "The rent is £48 [1]. Ron [2,3] keeps [[Ron]] it [12] well [Source 1]."

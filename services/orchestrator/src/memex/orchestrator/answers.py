@@ -180,6 +180,12 @@ def grade(claim: str, source: Source) -> _Grade:
 _RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
 
 
+def _names(claim: str, source: Source) -> bool:
+    """Whether ``claim`` names ``source``'s note by its whole title."""
+    title = squash(source.item.title) if source.item.kind == "chunk" else ""
+    return bool(title) and re.search(rf"(?<!\w){re.escape(title)}(?!\w)", squash(claim)) is not None
+
+
 _LEADING_MARKERS = re.compile(rf"(?:\s*(?:{MARKER.pattern}))+", re.IGNORECASE)
 
 
@@ -298,11 +304,13 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
     attributed = False
     if not best and not declined:
         for claim in claims:
-            graded_all = [(grade(claim.text, s), s) for s in sources]
-            if not graded_all:
-                break
-            graded, source = max(graded_all, key=lambda g: g[0].cover)
-            if graded.cover >= ATTRIBUTE_AT and source.number not in best:
+            held_by = [(g, s) for s in sources if (g := grade(claim.text, s)).cover >= ATTRIBUTE_AT]
+            if not held_by:
+                continue
+            # A claim that names a note ("as agreed in the Flat Deposit Agreement") cites it in
+            # words: among the sources that hold the claim, that note's come first.
+            graded, source = max(held_by, key=lambda g: (_names(claim.text, g[1]), g[0].cover))
+            if source.number not in best:
                 best[source.number] = (graded, source)
                 order.append(source.number)
                 attributed = True
