@@ -128,9 +128,15 @@ def rewrite(text: str, sources: Sequence[Source]) -> str:
     are removed (a wikilink keeps its words, not its brackets), so no fabricated citation
     reaches the reader."""
 
-    out = MARKER.sub(lambda match: _refs(match, sources), text)
-    out = _SPACE_BEFORE_PUNCT.sub(r"\1", re.sub(r"[ \t]{2,}", " ", out))
-    return re.sub(r"(\[\[[^\]]+\]\])(?:\s+\1)+", r"\1", out).strip()
+    return _tidy(MARKER.sub(lambda match: _refs(match, sources), text)).strip()
+
+
+def _tidy(text: str) -> str:
+    """The spacing a removed marker leaves ("is [7]." → "is ."), closed up; a ref repeated
+    right after itself kept once. Used on whole answers and on streamed pieces alike, so the
+    reader sees what is stored."""
+    text = _SPACE_BEFORE_PUNCT.sub(r"\1", re.sub(r"[ \t]{2,}", " ", text))
+    return re.sub(r"(\[\[[^\]]+\]\])(?:\s+\1)+", r"\1", text)
 
 
 def declines(text: str) -> bool:
@@ -405,12 +411,16 @@ class RefStream:
         self._held = ""
 
     def feed(self, text: str) -> str:
-        """What can be shown now of ``text`` (after what was held back)."""
+        """What can be shown now of ``text`` (after what was held back). Trailing spaces are
+        held too: the next piece may open with a marker that names nothing, or with a full
+        stop, and the space then goes, as it does in the stored answer (``rewrite``)."""
         buffer = self._held + text
         open_marker = self._OPEN.search(buffer)
         cut = open_marker.start() if open_marker else len(buffer)
-        self._held = buffer[cut:]
-        return self._rewrite(buffer[:cut])
+        done = self._rewrite(buffer[:cut])
+        shown = done.rstrip(" \t")
+        self._held = done[len(shown) :] + buffer[cut:]
+        return shown
 
     def finish(self) -> str:
         """Whatever was still held back, rewritten."""
@@ -418,7 +428,7 @@ class RefStream:
         return self._rewrite(rest)
 
     def _rewrite(self, text: str) -> str:
-        return MARKER.sub(lambda match: _refs(match, self._sources), text)
+        return _tidy(MARKER.sub(lambda match: _refs(match, self._sources), text))
 
 
 class ReplyStream:
