@@ -1,11 +1,13 @@
 """The catalogue models here: prefill and decode speed, peak memory, and the prompt cache.
 
-    python benchmarks/bench_models.py speed MODEL [--threads 1 2] [--runs 3]
+    python benchmarks/bench_models.py speed MODEL [--threads 1 2] [--runs 3] [--flash-attn off on]
     python benchmarks/bench_models.py cache MODEL [--rounds 3]
 
 ``speed``: a ~600-token prompt evaluated from an empty context (prefill tokens/s), then 64 greedy
-tokens (decode tokens/s), for each thread count; medians of ``--runs``, and this process's peak RSS
-(the mmapped weights count as they are touched). One model per process, so the RSS is its own.
+tokens (decode tokens/s), for each thread count and attention kernel (``--flash-attn off on``
+runs both, interleaved, and prints on/off ratios); medians of ``--runs``, and this process's
+peak RSS (the mmapped weights count as they are touched). One model per process, so the RSS is
+its own.
 
 ``cache``: time to first token through the engine for prompts of a ~150-token system message and a
 ~600-token user message, two system messages alternating (an ask, then a chat, ...), with the
@@ -47,34 +49,49 @@ def text_of(llm: llama_cpp.Llama, tokens: int, salt: int = 0) -> str:
     return text
 
 
-def speed(model: str, threads: list[int], runs: int) -> None:
-    path = lookup(model).path()
+def _speed_once(path: str, threads: int, flash_attn: bool) -> tuple[float, float]:
+    """Prefill and decode tokens/s of one ~600-token prompt and 64 greedy tokens."""
+    llm = llama_cpp.Llama(
+        path, n_ctx=2048, n_batch=256, n_ubatch=256, n_threads=threads, n_threads_batch=threads,
+        flash_attn=flash_attn, verbose=False,
+    )  # fmt: skip
+    prompt = llm.tokenize(text_of(llm, 600).encode(), add_bos=True)
+    start = time.perf_counter()
+    steps = llm.generate(prompt, temp=0.0, top_k=1)
+    next(steps)
+    first = time.perf_counter()
+    for _ in range(63):
+        next(steps)
+    end = time.perf_counter()
+    steps.close()
+    llm.close()
+    return len(prompt) / (first - start), 63 / (end - first)
+
+
+def speed(model: str, threads: list[int], runs: int, flash: list[bool]) -> None:
+    path = str(lookup(model).path())
     for n in threads:
-        llm = llama_cpp.Llama(
-            str(path), n_ctx=2048, n_batch=256, n_ubatch=256, n_threads=n, n_threads_batch=n,
-            verbose=False,
-        )  # fmt: skip
-        prompt = llm.tokenize(text_of(llm, 600).encode(), add_bos=True)
-        prefill, decode = [], []
+        # Rounds interleave the kernels, so a noisy moment hits both alike.
+        runs_by_kernel: dict[bool, list[tuple[float, float]]] = {kernel: [] for kernel in flash}
         for _ in range(runs):
-            llm.reset()  # type: ignore[no-untyped-call]
-            start = time.perf_counter()
-            steps = llm.generate(prompt, temp=0.0, top_k=1)
-            next(steps)
-            first = time.perf_counter()
-            for _ in range(63):
-                next(steps)
-            end = time.perf_counter()
-            steps.close()
-            prefill.append(len(prompt) / (first - start))
-            decode.append(63 / (end - first))
-        llm.close()
-        each = ", ".join(f"{p:.0f}/{d:.1f}" for p, d in zip(prefill, decode, strict=True))
-        print(
-            f"{model}\tthreads {n}\tprompt {len(prompt)}\tprefill "
-            f"{statistics.median(prefill):.0f} tok/s\tdecode {statistics.median(decode):.1f} tok/s"
-            f"\t(runs: {each})"
-        )
+            for kernel in flash:
+                runs_by_kernel[kernel].append(_speed_once(path, n, kernel))
+        medians = {}
+        for kernel, pairs in runs_by_kernel.items():
+            prefill = statistics.median(p for p, _ in pairs)
+            decode = statistics.median(d for _, d in pairs)
+            medians[kernel] = (prefill, decode)
+            each = ", ".join(f"{p:.0f}/{d:.1f}" for p, d in pairs)
+            print(
+                f"{model}\tthreads {n}\tflash_attn {'on' if kernel else 'off'}\tprefill "
+                f"{prefill:.0f} tok/s\tdecode {decode:.1f} tok/s\t(runs: {each})"
+            )
+        if len(medians) == 2:
+            print(
+                f"{model}\tthreads {n}\tflash_attn on/off\tprefill "
+                f"{medians[True][0] / medians[False][0]:.2f}\tdecode "
+                f"{medians[True][1] / medians[False][1]:.2f}"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{model}\tpeak RSS {rss:.0f} MiB\tload {os.getloadavg()[0]:.2f}")
 
@@ -134,10 +151,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--flash-attn", choices=["off", "on"], nargs="+", default=["on"],
+        help="attention kernels to time (both: interleaved, with on/off ratios)",
+    )  # fmt: skip
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     if args.what == "speed":
-        speed(args.model, args.threads, args.runs)
+        speed(args.model, args.threads, args.runs, [kernel == "on" for kernel in args.flash_attn])
     else:
         cache(args.model, args.rounds)
 

@@ -94,6 +94,11 @@ class ReasonerSettings(ServiceSettings):
     n_gpu_layers: int = Field(
         0, description="Layers offloaded to a GPU when llama.cpp was built with one (-1: all)."
     )
+    flash_attn: bool = Field(
+        True,
+        description="llama.cpp's fused attention kernel: on 2 CPU cores it prefills "
+        "Qwen2.5-Coder-1.5B about 8% faster and decodes about 7% faster (docs/models.md).",
+    )
     prompt_cache_bytes: int = Field(
         64 * 2**20,
         ge=0,

@@ -36,6 +36,7 @@ async def open_engine(settings: ReasonerSettings) -> AsyncIterator[Engine]:
             n_threads=settings.n_threads,
             n_batch=settings.n_batch,
             n_gpu_layers=settings.n_gpu_layers,
+            flash_attn=settings.flash_attn,
             model_name=settings.reported_model,
             prompt_cache_bytes=settings.prompt_cache_bytes,
         )

@@ -82,6 +82,7 @@ class LlamaCppEngine:
         n_threads: int = 0,
         n_batch: int = 256,
         n_gpu_layers: int = 0,
+        flash_attn: bool = True,
         model_name: str = "",
         prompt_cache_bytes: int = 0,
     ) -> None:
@@ -98,6 +99,7 @@ class LlamaCppEngine:
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_gpu_layers=n_gpu_layers,
+                flash_attn=flash_attn,
                 verbose=False,
             )
             for _ in range(contexts)
