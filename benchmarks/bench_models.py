@@ -56,6 +56,9 @@ def _speed_once(path: str, threads: int, flash_attn: bool) -> tuple[float, float
         flash_attn=flash_attn, verbose=False,
     )  # fmt: skip
     prompt = llm.tokenize(text_of(llm, 600).encode(), add_bos=True)
+    # A freshly loaded model's first batch runs ~25% slower (docs/models.md): warm it untimed.
+    llm.eval(prompt[:64])
+    llm.reset()  # type: ignore[no-untyped-call]
     start = time.perf_counter()
     steps = llm.generate(prompt, temp=0.0, top_k=1)
     next(steps)

@@ -97,7 +97,7 @@ class ReasonerSettings(ServiceSettings):
     flash_attn: bool = Field(
         True,
         description="llama.cpp's fused attention kernel: on 2 CPU cores it prefills "
-        "Qwen2.5-Coder-1.5B about 8% faster and decodes about 7% faster (docs/models.md).",
+        "Qwen2.5-Coder-1.5B 8-12% faster; decode speed is within noise (docs/models.md).",
     )
     prompt_cache_bytes: int = Field(
         64 * 2**20,
