@@ -89,6 +89,19 @@ class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         finally:
             self.in_flight -= 1
 
+    async def Search(self, request: Any, context: Any) -> opb.SearchResponse:
+        self.asked.append(request)
+        if request.query == "Will this fail?":
+            await context.abort(grpc.StatusCode.INTERNAL, "the index fell over")
+        # Two chunks of one note count once: the gold note of "deposit" ranks second.
+        refs = {
+            "What does the allotment cost?": ["[[Allotment Tenancy Agreement]]", "[[Home]]"],
+            "How much of my deposit came back?": [
+                "[[Moving Flat]]", "[[Moving Flat]]", "[[Flat Deposit Agreement#Terms]]",
+            ],
+        }[request.query]  # fmt: skip
+        return opb.SearchResponse(items=[opb.MemoryItem(citation=r) for r in refs])
+
     async def ListLoggedAsks(self, request: Any, context: Any) -> opb.ListLoggedAsksResponse:
         self.asked.append(request)
         return opb.ListLoggedAsksResponse(
@@ -201,6 +214,35 @@ async def test_eval_runs_questions_concurrently_when_asked(stack: Any, tmp_path:
     orchestrator.most_in_flight = 0
     code, _, _ = await memex(env, "eval", str(questions), "--json")
     assert code == 0 and orchestrator.most_in_flight == 1
+
+
+async def test_search_mode_ranks_gold_notes_without_asking(stack: Any, tmp_path: Path) -> None:
+    env, orchestrator = stack
+    questions = write(tmp_path / "q.jsonl", QUESTIONS)
+    code, out, err = await memex(env, "eval", str(questions), "--search", "--persona", "coach")
+    assert code == 0, err
+    # Only the answerable questions are searched, k=10, with the persona; nothing is asked.
+    assert [(r.query, r.persona, r.k) for r in orchestrator.asked] == [
+        (q["question"], "coach", 10) for q in QUESTIONS if q["answerable"]
+    ]
+    assert "3 answerable questions searched (k=10, 1 failed to run)" in out
+    assert "gold note first                  33% (1/3)" in out
+    assert "gold note in the top 3           67% (2/3)" in out
+    assert "mean reciprocal rank             0.500" in out  # (1 + 1/2 + 0) / 3
+    assert "[deposit] How much of my deposit came back?" in out
+    assert "gold:  Flat Deposit Agreement (rank 2)" in out
+    assert "INTERNAL: the index fell over" in out
+    assert "[cost]" not in out  # gold first: not listed
+    code, out, _ = await memex(env, "eval", str(questions), "--search", "--json")
+    report = json.loads(out)
+    assert report["metrics"]["gold_at_1"] == {"value": 1 / 3, "hits": 1, "total": 3}
+    rows = {r["id"]: r for r in report["rows"]}
+    assert rows["deposit"]["found"] == ["[[Moving Flat]]", "[[Flat Deposit Agreement#Terms]]"]
+    assert rows["deposit"]["gold_at"] == 2 and rows["broken"]["gold_at"] is None
+    code, _, err = await memex(env, "eval", str(questions), "--search", "--out", "x.md")
+    assert code == 2 and "--json" in err
+    code, _, err = await memex(env, "eval", "--search", "--replay")
+    assert code == 2 and "question file" in err
 
 
 async def test_a_bad_question_file_is_exit_2_with_line_numbers(stack: Any, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.gateway.cli import eval_report, rpc
+from memex.gateway.cli import eval_report, eval_search, rpc
 from memex.gateway.cli.eval_scoring import (
     Logged,
     Outcome,
@@ -71,6 +71,11 @@ def add_parser(commands: Any) -> None:
         "--include-sensitive",
         action="store_true",
         help="let the answers use notes marked sensitive (as `memex ask`: left out unless asked)",
+    )
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="retrieval alone: where each gold note ranks in a search, no model (seconds)",
     )
     p.add_argument(
         "--replay",
@@ -180,6 +185,8 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
     if args.replay:
         if args.questions:
             return _bad("--replay asks logged questions; give no question file")
+        if args.search:
+            return _bad("--search needs a question file; --replay asks logged questions")
         return replay(args, settings)
     if not args.questions:
         return _bad("give a question file, e.g. memex eval demo/eval/questions.jsonl")
@@ -187,6 +194,8 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
     if isinstance(loaded, int):
         return loaded
     questions = loaded[: args.limit] if args.limit else loaded
+    if args.search:
+        return search_only(args, settings, questions)
     requests = [
         pb.AskRequest(
             tenant=args.tenant,
@@ -226,6 +235,34 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
         print(eval_report.render_text(summary, rows, meta))
         if args.out:
             print(f"\nreport: {args.out}")
+    return rpc.EXIT_OK
+
+
+def search_only(
+    args: argparse.Namespace, settings: StackSettings, questions: Sequence[Question]
+) -> int:
+    """`memex eval QUESTIONS --search`: ranks of the gold notes, no answers (eval_search)."""
+    if args.out:
+        return _bad("--out writes the answer report; with --search use --json")
+    template = pb.SearchRequest(
+        tenant=args.tenant,
+        persona=args.persona,
+        filters=pb.MemoryFilters(include_sensitive=args.include_sensitive),
+    )
+    answerable = [q for q in questions if q.answerable]
+    rows = rpc.call(
+        settings.orchestrator_addr,
+        orchestrator_pb2_grpc.OrchestratorServiceStub,
+        lambda stub: eval_search.search_all(stub, answerable, template),
+    )
+    if isinstance(rows, int):
+        return rows
+    summary = eval_search.summarize(rows)
+    if args.json:
+        report = {"file": args.questions, **eval_search.report_dict(summary, rows)}
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print(eval_search.render_text(summary, rows))
     return rpc.EXIT_OK
 
 
