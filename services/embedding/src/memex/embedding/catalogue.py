@@ -19,8 +19,9 @@ from memex.shared.settings import default_cache_dir
 # The model the embedding service loads when MEMEX_EMBEDDING_MODEL is unset (and `make models`
 # prepares). The Makefile reads this line too; keep it one plain assignment.
 # all-MiniLM-L6-v2, although bge-small-en-v1.5 ranks better on BEIR scifact-train (fused nDCG@10
-# 0.7602 against 0.7379): `memex eval` with the default 1.5B model answered 71 of 96 demo
-# questions right over two runs with MiniLM and 64 with bge (docs/benchmarks.md).
+# 0.7602 against 0.7379): `memex eval` with the default 1.5B model answered 105 of 144 demo
+# questions right over three runs with MiniLM and 95 with bge, the last at the keyword weight
+# where bge ties MiniLM on the notes' retrieval (docs/retrieval.md, "Why MiniLM stays").
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 # bge's instruction for retrieval queries (its model card); passages get none.
