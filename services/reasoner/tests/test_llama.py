@@ -80,8 +80,8 @@ async def test_a_reply_streams_with_usage_and_timings(reasoner: Served) -> None:
 
 async def test_max_tokens_ends_with_length_and_exact_usage(reasoner: Served) -> None:
     _, final = await collect(
-        # A request no model answers in five tokens: the tiny model says "One hundred." to
-        # "Count from one to one hundred." with flash attention on.
+        # A request no model answers in five tokens: with flash attention on, the tiny model
+        # answers "Count from one to one hundred." with "One hundred.".
         reasoner.stub.Generate(
             user("Write a long story about a cat and a dog.", max_tokens=5, temperature=0)
         )

@@ -82,7 +82,7 @@ class LlamaCppEngine:
         n_threads: int = 0,
         n_batch: int = 256,
         n_gpu_layers: int = 0,
-        flash_attn: bool = True,
+        flash_attn: bool = False,
         model_name: str = "",
         prompt_cache_bytes: int = 0,
     ) -> None:
