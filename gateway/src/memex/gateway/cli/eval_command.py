@@ -1,5 +1,6 @@
 """`memex eval`: runs a question file against the running stack through the orchestrator's
 AskStream and reports cited-correctness, citation precision, abstention and latency; with
+``--search``, ranks the gold notes in plain searches and asks nothing (eval_search); with
 ``--replay``, asks logged questions again and shows which answers changed (docs/eval.md)."""
 
 from __future__ import annotations
