@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--flash-attn", choices=["off", "on"], nargs="+", default=["on"],
+        "--flash-attn", choices=["off", "on"], nargs="+", default=["off"],
         help="attention kernels to time (both: interleaved, with on/off ratios)",
     )  # fmt: skip
     args = parser.parse_args()

@@ -21,7 +21,8 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
     return cut + "…"
 
 
-def _pct(rate: Rate) -> str:
+def rate_text(rate: Rate) -> str:
+    """A rate as "75% (36/48)", or "n/a" when there was nothing to count."""
     value = rate.value
     return "n/a" if value is None else f"{value:.0%} ({rate.hits}/{rate.total})"
 
@@ -33,18 +34,18 @@ def _ms(value: float | None) -> str:
 def metric_lines(s: Summary) -> list[tuple[str, str]]:
     """(label, value) for every metric, in the order shown."""
     return [
-        ("cited-correct (answerable)", _pct(s.cited_correct)),
-        ("citation precision", _pct(s.citation_precision)),
-        ("abstention (unanswerable)", _pct(s.abstention)),
-        ("false abstention (answerable)", _pct(s.false_abstention)),
-        ("gold note briefed (answerable)", _pct(s.gold_briefed)),
-        (f"gold note in sources [1]-[{LEADING}]", _pct(s.gold_leading)),
+        ("cited-correct (answerable)", rate_text(s.cited_correct)),
+        ("citation precision", rate_text(s.citation_precision)),
+        ("abstention (unanswerable)", rate_text(s.abstention)),
+        ("false abstention (answerable)", rate_text(s.false_abstention)),
+        ("gold note briefed (answerable)", rate_text(s.gold_briefed)),
+        (f"gold note in sources [1]-[{LEADING}]", rate_text(s.gold_leading)),
         ("ask latency p50 / p95", f"{_ms(s.latency_ms['p50'])} / {_ms(s.latency_ms['p95'])}"),
         (
             "first words p50 / p95",
             f"{_ms(s.first_words_ms['p50'])} / {_ms(s.first_words_ms['p95'])}",
         ),
-        ("first draft set aside", _pct(s.redrafted)),
+        ("first draft set aside", rate_text(s.redrafted)),
         (
             "first kept words p50 / p95",
             f"{_ms(s.final_words_ms['p50'])} / {_ms(s.final_words_ms['p95'])}",
@@ -75,7 +76,8 @@ def row_dict(row: Row) -> dict[str, Any]:
     }
 
 
-def _rate_dict(rate: Rate) -> dict[str, Any]:
+def rate_dict(rate: Rate) -> dict[str, Any]:
+    """A rate as JSON: value (null when nothing was counted), hits and total."""
     return {"value": rate.value, "hits": rate.hits, "total": rate.total}
 
 
@@ -88,15 +90,15 @@ def report_dict(summary: Summary, rows: Sequence[Row], meta: dict[str, Any]) -> 
         "unanswerable": summary.unanswerable,
         "errors": summary.errors,
         "metrics": {
-            "cited_correct": _rate_dict(summary.cited_correct),
-            "citation_precision": _rate_dict(summary.citation_precision),
-            "abstention": _rate_dict(summary.abstention),
-            "false_abstention": _rate_dict(summary.false_abstention),
-            "gold_briefed": _rate_dict(summary.gold_briefed),
-            "gold_leading": _rate_dict(summary.gold_leading),
+            "cited_correct": rate_dict(summary.cited_correct),
+            "citation_precision": rate_dict(summary.citation_precision),
+            "abstention": rate_dict(summary.abstention),
+            "false_abstention": rate_dict(summary.false_abstention),
+            "gold_briefed": rate_dict(summary.gold_briefed),
+            "gold_leading": rate_dict(summary.gold_leading),
             "latency_ms": summary.latency_ms,
             "first_words_ms": summary.first_words_ms,
-            "redrafted": _rate_dict(summary.redrafted),
+            "redrafted": rate_dict(summary.redrafted),
             "final_words_ms": summary.final_words_ms,
         },
         "rows": [row_dict(r) for r in rows],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memex.gateway.cli.eval_report import rate_dict, rate_text
 from memex.gateway.cli.eval_scoring import Question, Rate, gold_position, percentile
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
@@ -89,21 +90,13 @@ async def search_all(
     return rows
 
 
-def _pct(rate: Rate) -> str:
-    value = rate.value
-    return "n/a" if value is None else f"{value:.0%} ({rate.hits}/{rate.total})"
-
-
 def report_dict(summary: SearchSummary, rows: Sequence[SearchRow]) -> dict[str, Any]:
     """The run as JSON (``--json``)."""
     return {
         "questions": summary.questions,
         "errors": summary.errors,
         "metrics": {
-            **{
-                f"gold_at_{c}": {"value": r.value, "hits": r.hits, "total": r.total}
-                for c, r in summary.gold_within.items()
-            },
+            **{f"gold_at_{c}": rate_dict(r) for c, r in summary.gold_within.items()},
             "mrr": summary.mrr,
             "search_ms": summary.search_ms,
         },
@@ -128,7 +121,7 @@ def render_text(summary: SearchSummary, rows: Sequence[SearchRow]) -> str:
     lines = [f"{summary.questions} answerable questions searched (k={DEPTH}{errors})", ""]
     for cutoff, rate in summary.gold_within.items():
         label = "gold note first" if cutoff == 1 else f"gold note in the top {cutoff}"
-        lines.append(f"  {label:<32} {_pct(rate)}")
+        lines.append(f"  {label:<32} {rate_text(rate)}")
     mrr = "n/a" if summary.mrr is None else f"{summary.mrr:.3f}"
     lines.append(f"  {'mean reciprocal rank':<32} {mrr}")
     p50, p95 = summary.search_ms["p50"], summary.search_ms["p95"]
