@@ -56,6 +56,19 @@ def test_long_sections_split_at_word_boundaries() -> None:
     assert covered == body.replace(" ", "").replace("\n", "").replace("#Big", "#Big")
 
 
+def test_a_section_of_megabytes_is_chunked_without_recursion() -> None:
+    # A pasted transcript: one heading-less section of ~3,000 chunks, and a blob with no breaks.
+    lines = "\n".join(
+        f"line {i} of a very long transcript that somebody pasted." for i in range(80_000)
+    )
+    for body in (lines, "x" * 2_000_000):
+        chunks = chunk_body(body)
+        assert len(chunks) >= len(body) // MAX_CHARS
+        assert all(0 < len(c.text) <= MAX_CHARS for c in chunks)
+        assert all(body[c.start : c.end] == c.text for c in chunks[:: len(chunks) // 50])
+        assert chunks[-1].end == len(body.rstrip())
+
+
 def test_headings_in_code_blocks_do_not_split() -> None:
     body = "# Real\n```\n# not a heading\n```\nafter\n"
     assert [c.heading for c in chunk_body(body)] == ["Real"]
@@ -104,6 +117,27 @@ def test_broken_frontmatter_is_read_line_by_line_so_it_keeps_date_and_sensitivit
     }
     assert body == "body\n"
     assert warnings == ["invalid YAML frontmatter at line 2; read line by line"]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "date: 2026-02-30\ntitle: Leap",
+        "date: 2026-02-30 10:00:00\ntitle: Leap",
+        "title: [x\ndate: 2026-02-30",
+    ],
+)
+def test_an_impossible_date_in_frontmatter_is_a_warning_not_an_error(block: str) -> None:
+    # YAML reads 2026-02-30 as a date and then cannot build it (ValueError, not a YAMLError).
+    fm, body, _, warnings = split_frontmatter(f"---\n{block}\n---\nbody\n")
+    assert str(fm["date"]).startswith("2026-02-30")
+    assert fm["title"] in ("Leap", "[x")
+    assert body == "body\n"
+    assert len(warnings) == 1 and "read line by line" in warnings[0]
+    noon = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC).timestamp()
+    date, warning = note_date(fm, noon)
+    assert date == "2026-12-02"
+    assert warning is not None and "is not a date" in warning
 
 
 def test_a_note_without_a_date_takes_its_file_name_date_then_its_file_time() -> None:

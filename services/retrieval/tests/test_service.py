@@ -49,6 +49,32 @@ async def test_index_summary_and_skips(retrieval: Stub, vault: Path) -> None:
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 5, 0)
 
 
+async def test_a_note_that_cannot_be_read_is_skipped_and_the_rest_indexed(
+    retrieval: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memex.retrieval.ingest import indexer, notes
+
+    root = tmp_path / "odd-vault"
+    write(root, "Leap.md", "---\ntitle: Leap\ndate: 2026-02-30\n---\nThe kiln fires at 1,240 C.\n")
+    write(root, "Trips.md", "The canal boat is called Marigold.\n")
+    write(root, "Cursed.md", "Something memex has a bug reading.\n")
+    real_prepare = notes.prepare
+
+    def prepare(rel: str, *args: Any) -> Any:
+        if rel == "Cursed.md":
+            raise RuntimeError("a bug in the parser")
+        return real_prepare(rel, *args)
+
+    monkeypatch.setattr(indexer, "prepare", prepare)
+    summary = await index(retrieval, root)
+    assert summary.added == 2
+    skipped = {s.path: s.reason for s in summary.skipped}
+    assert skipped == {"Cursed.md": "could not be read as a note: a bug in the parser"}
+    assert any("Leap.md" in w and "2026-02-30" in w for w in summary.warnings)
+    found = await search(retrieval, "what is the canal boat called")
+    assert any(i.citation == "[[Trips]]" for i in found)
+
+
 async def test_search_channels_citations_and_sensitivity(retrieval: Stub, vault: Path) -> None:
     await index(retrieval, vault)
     items = await search(retrieval, "sailing with my sister")

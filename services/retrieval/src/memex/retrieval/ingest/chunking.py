@@ -53,16 +53,22 @@ def _sections(body: str) -> list[tuple[str, int, int]]:
 
 def _split(body: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
     """Spans covering body[start:end], each at most ``limit`` characters, cut at the coarsest
-    break that fits."""
-    if end - start <= limit:
-        return [(start, end)]
-    window = body[start : start + limit + 1]
-    for pattern in _BREAKS:
-        cuts = [m for m in pattern.finditer(window) if 0 < m.start() <= limit]
-        if cuts:
-            cut = cuts[-1]
-            return [(start, start + cut.start()), *_split(body, start + cut.end(), end, limit)]
-    return [(start, start + limit), *_split(body, start + limit, end, limit)]
+    break that fits. A loop, not recursion: a pasted transcript of a few megabytes is one
+    section of thousands of spans."""
+    spans: list[tuple[int, int]] = []
+    while end - start > limit:
+        window = body[start : start + limit + 1]
+        for pattern in _BREAKS:
+            cuts = [m for m in pattern.finditer(window) if 0 < m.start() <= limit]
+            if cuts:
+                spans.append((start, start + cuts[-1].start()))
+                start += cuts[-1].end()
+                break
+        else:
+            spans.append((start, start + limit))
+            start += limit
+    spans.append((start, end))
+    return spans
 
 
 def _trim(body: str, start: int, end: int) -> tuple[int, int]:

@@ -274,7 +274,14 @@ class Indexer:
                 if progress:
                     progress(done, total, file.rel)
                 continue
-            prepared = prepare(file.rel, text, mtime, fp, self._opt.sensitivity, matcher)
+            try:
+                prepared = prepare(file.rel, text, mtime, fp, self._opt.sensitivity, matcher)
+            except Exception as exc:  # one note memex cannot read must not stop the vault
+                log.exception("could not read %s as a note", file.rel)
+                summary.skipped.append((file.rel, f"could not be read as a note: {exc}"))
+                kept.discard(file.rel)
+                total -= 1
+                continue
             summary.warnings += prepared.warnings
             batch.append((prepared, file.rel not in stored))
             if sum(len(p.texts) for p, _ in batch) >= self._opt.embed_batch:

@@ -47,7 +47,7 @@ def _loose_value(text: str) -> Any:
     text = text.strip()
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: a date YAML reads but cannot build
         return text
     return text if isinstance(value, dict) else value
 
@@ -85,6 +85,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int, list[str]]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         warning = f"invalid YAML frontmatter{where}; read line by line"
+        return loose_frontmatter(match.group(1)), text[body_offset:], body_offset, [warning]
+    except ValueError as exc:  # valid YAML that names an impossible date: date: 2026-02-30
+        warning = f"frontmatter value YAML cannot read ({exc}); read line by line"
         return loose_frontmatter(match.group(1)), text[body_offset:], body_offset, [warning]
     if not isinstance(data, dict):
         return {}, text[body_offset:], body_offset, ["frontmatter is not a mapping; ignored"]
