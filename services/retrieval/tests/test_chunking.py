@@ -140,6 +140,19 @@ def test_an_impossible_date_in_frontmatter_is_a_warning_not_an_error(block: str)
     assert warning is not None and "is not a date" in warning
 
 
+def test_yaml_aliases_are_not_expanded() -> None:
+    # Nested aliases expand to 9**7 values; the frontmatter is read line by line instead.
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]" for a, b in zip("abcdef", "bcdefg", strict=True)
+    ]
+    text = "---\n" + "\n".join(levels) + "\ntags: *g\ntitle: Laughs\n---\nbody\n"
+    fm, body, _, warnings = split_frontmatter(text)
+    assert fm["title"] == "Laughs"
+    assert fm["tags"] == "*g"
+    assert body == "body\n"
+    assert warnings == ["invalid YAML frontmatter at line 3; read line by line"]
+
+
 def test_a_note_without_a_date_takes_its_file_name_date_then_its_file_time() -> None:
     noon = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC).timestamp()
     assert note_date({}, noon, "2025-07-19 — Allotment open day") == ("2025-07-19", None)

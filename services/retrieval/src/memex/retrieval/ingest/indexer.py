@@ -275,7 +275,9 @@ class Indexer:
                     progress(done, total, file.rel)
                 continue
             try:
-                prepared = prepare(file.rel, text, mtime, fp, self._opt.sensitivity, matcher)
+                prepared = await asyncio.to_thread(  # a long note parses for a while
+                    prepare, file.rel, text, mtime, fp, self._opt.sensitivity, matcher
+                )
             except Exception as exc:  # one note memex cannot read must not stop the vault
                 log.exception("could not read %s as a note", file.rel)
                 summary.skipped.append((file.rel, f"could not be read as a note: {exc}"))
