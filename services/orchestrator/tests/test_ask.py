@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memex.orchestrator.ask import Draft, Finished, Redraft, Started
-from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
+from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, today_line
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.policy import scope
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, Usage
@@ -45,7 +45,7 @@ async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
     prompt = model.calls[0].messages[-1].content
     assert prompt.startswith("Sources:\n\n[1] Flat lease (1 February 2026)\nAgreed with Dana")
     assert "[4] Record: Dana Ruiz" in prompt and prompt.endswith(
-        "Question: What did we agree about the deposit?"
+        f"\n\n{today_line()}\nQuestion: What did we agree about the deposit?"
     )
     assert model.calls[0].options.json_schema == ""  # prose, not JSON
     assert [c.ref for c in result.citations] == ["[[Flat lease]]", "entities:dana"]
@@ -551,7 +551,7 @@ async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_wh
 
     first, widened = (c.messages[-1].content for c in model.calls)
     # The widened prompt starts as the first did, so the model reads only what was added.
-    assert widened.startswith(first.split("\n\nQuestion:")[0] + "\n\n[3] Therapy")
+    assert widened.startswith(first.split(f"\n\n{today_line()}")[0] + "\n\n[3] Therapy")
     # The first draft streams, is set aside (Redraft), and the widened answer follows it.
     redraft = next(i for i, e in enumerate(events) if isinstance(e, Redraft))
     assert events[redraft] == Redraft("reading all 4 sources")

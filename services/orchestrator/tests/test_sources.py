@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 import pytest
@@ -153,3 +154,22 @@ def test_a_record_header_says_what_its_date_is_and_its_status() -> None:
     assert dateline(note) == "28 April 2026"
     text = render_all(select([inbox], "by when?", token_budget=500, excerpt_chars=400, limit=8))
     assert "[1] Record: Plan Christmas (due 10 December 2026, pending)\n" in text
+
+
+def test_the_briefing_says_what_day_it_is_after_the_sources() -> None:
+    # "last year's review" and "how long ago" count from today; the line follows the sources,
+    # so the system prompt stays one cached prefix and a first pass starts its widened prompt.
+    from memex.orchestrator.briefing import answer_messages, chat_turn, today_line
+    from memex.orchestrator.persona import load_personas
+
+    day = dt.date(2026, 12, 4)
+    assert today_line(day) == "Today is Friday 4 December 2026."
+    persona = load_personas().get("", "ask")
+    system, user = answer_messages(persona, [], "When was my last review?", day)
+    assert today_line(day) not in system.content
+    assert user.content.endswith(
+        "\n\nToday is Friday 4 December 2026.\nQuestion: When was my last review?"
+    )
+    assert chat_turn([], "and last week?", day).endswith(
+        "Today is Friday 4 December 2026.\n\nand last week?"
+    )

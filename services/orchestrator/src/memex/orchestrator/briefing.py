@@ -8,9 +8,11 @@ prompt cache can keep them between calls.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage
-from memex.orchestrator.sources import Source, render_all
+from memex.orchestrator.sources import Source, render_all, spoken_date
 
 EMPTY_MEMORY_ANSWER = "There is nothing in the memory yet to answer from."
 DECLINE = "I don't know."
@@ -38,16 +40,29 @@ How to reply:
 """.strip()
 
 
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def today_line(today: dt.date | None = None) -> str:
+    """``Today is Friday 4 December 2026.``: what "last week", "last year's review" and "how
+    long ago" count from. It follows the sources, so the system prompt stays one cached
+    prefix, and a first pass's prompt is still the start of its widened one."""
+    day = today or dt.date.today()
+    return f"Today is {_WEEKDAYS[day.weekday()]} {spoken_date(day.isoformat())}."
+
+
 def system_prompt(persona: Persona, rules: str) -> str:
     """The fixed prefix of every call for ``persona``: who it is, then the rules."""
     return f"{persona.system_prompt.strip()}\n\n{rules}"
 
 
-def answer_messages(persona: Persona, sources: list[Source], question: str) -> list[ChatMessage]:
-    """The one call of a default ask: rules, then the sources and the question."""
+def answer_messages(
+    persona: Persona, sources: list[Source], question: str, today: dt.date | None = None
+) -> list[ChatMessage]:
+    """The one call of a default ask: rules, then the sources, the date and the question."""
     return [
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
-        ChatMessage("user", f"{render_all(sources)}\n\nQuestion: {question}"),
+        ChatMessage("user", f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}"),
     ]
 
 
@@ -59,13 +74,14 @@ def revise_messages(
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
         ChatMessage(
             "user",
-            f"{render_all(sources)}\n\nQuestion: {question}\n\nA draft answer:\n{draft}\n\n"
+            f"{render_all(sources)}\n\n{today_line()}\nQuestion: {question}\n\n"
+            f"A draft answer:\n{draft}\n\n"
             f"Checking it found: {problems}\nWrite the answer again so every fact rests on a "
             "source and carries its number; leave out what no source supports.",
         ),
     ]
 
 
-def chat_turn(sources: list[Source], message: str) -> str:
-    """The latest user message of a chat, with its sources before it."""
-    return f"{render_all(sources)}\n\n{message}"
+def chat_turn(sources: list[Source], message: str, today: dt.date | None = None) -> str:
+    """The latest user message of a chat, with its sources and the date before it."""
+    return f"{render_all(sources)}\n\n{today_line(today)}\n\n{message}"

@@ -35,7 +35,7 @@ from memex.orchestrator.sources import Source, estimate_tokens
 from memex.orchestrator.telemetry import TelemetryStore
 from memex.shared.errors import InvalidArgument
 
-PROMPT_VERSION = "2026-12-02.2"
+PROMPT_VERSION = "2026-12-04.1"  # today's date after the sources
 # However slow the model, a chat reads about 1,000 characters of sources (two or three short
 # excerpts): with less, the 1.5B model answered "I don't know" to questions its notes answer, or
 # answered from the one note it saw when another held the answer. An ask's first pass has its own
