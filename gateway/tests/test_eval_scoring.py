@@ -178,6 +178,11 @@ def test_gold_titles_match_refs_case_insensitively_with_headings_and_aliases() -
     assert not is_gold("[[Flat Deposit]]", gold)
     assert not is_gold("events:ev-1", gold)
     assert ref_key("[[Warden Retro — Sprint 14]]") == ref_key("warden retro - sprint 14")
+    # A question file may name gold notes by their files.
+    by_file = ["legal/Flat Deposit Agreement.md", "Moving Day.MD"]
+    assert is_gold("[[Flat Deposit Agreement]]", by_file)
+    assert is_gold("[[Moving Day#Van]]", by_file)
+    assert not is_gold("[[legal]]", by_file)
 
 
 # Verdicts and metrics.

@@ -263,10 +263,14 @@ def missing_facts(answer: str, facts: Sequence[Fact]) -> list[str]:
 
 def ref_key(ref: str) -> str:
     """A citation ref or gold title, compared loosely: '[[Flat Deposit Agreement#Terms|the deal]]'
-    and 'flat deposit agreement' are the same note; 'inbox:x' stays a record ref."""
+    and 'flat deposit agreement' are the same note, and so is a gold note named by its file,
+    'legal/Flat Deposit Agreement.md' (a note's title is its file name unless its frontmatter
+    says otherwise); 'inbox:x' stays a record ref."""
     ref = unicodedata.normalize("NFKC", ref).strip()
     if ref.startswith("[[") and ref.endswith("]]"):
         ref = re.split(r"[#|]", ref[2:-2], maxsplit=1)[0]
+    if ref.casefold().endswith(".md"):
+        ref = ref[:-3].rsplit("/", 1)[-1]
     return re.sub(r"\s+", " ", ref.translate(_DASHES)).strip().casefold()
 
 
