@@ -75,6 +75,26 @@ def test_a_long_chunk_is_tightened_to_the_sentences_that_match_the_question() ->
     assert all(p.text == text[p.start : p.end] for p in parts)  # verbatim slices
 
 
+def test_every_sentence_that_matches_as_well_as_the_best_is_kept_with_its_table_header() -> None:
+    rows = "\n".join(
+        f"| {m} | Book number {n} | fine |"
+        for n, m in enumerate(
+            ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct"), 1
+        )
+    )
+    text = (
+        "Target: one book a month. Managed nine by November.\n\n"
+        f"| month | book | verdict |\n|---|---|---|\n{rows}\n| Nov | Piranesi | comfort |\n"
+    )
+    excerpt, parts = tighten(text, Counter(terms("Which novel did I read in November?")), 200)
+    assert "Managed nine by November." in excerpt  # the first match, as before
+    assert "| Nov | Piranesi | comfort |" in excerpt  # an equal match further on, kept too
+    assert "| month | book | verdict |" in excerpt  # what the row's cells are
+    assert "|\n…\n|" in excerpt  # the rows left out are marked, on a line of their own
+    assert len(excerpt) <= 204
+    assert all(p.text == text[p.start : p.end] for p in parts)
+
+
 def test_a_short_chunk_is_shown_whole_and_repeats_are_skipped() -> None:
     items = [item(1, "Short note."), item(2, "Short   note."), item(3, "Another.")]
     sources = select(items, "note", token_budget=1000, excerpt_chars=700, limit=8)

@@ -1,15 +1,17 @@
 """The numbered briefing (SPEC B7, issue 10): retrieved items shown to the model as [1]..[n].
 
 A small model on a CPU spends most of an answer reading its prompt, so the briefing is sized in
-tokens, not chunks. Items are taken best first; each is tightened to a window of its sentences
-around the one that best matches the question (in document order, at most ``excerpt_chars``),
-until the token budget is spent. The model cites a source by its number, and every number maps
+tokens, not chunks. Items are taken best first; each is tightened to the sentences that best
+match the question (every one that matches as well as the best, a table row with its header),
+widened by their neighbours, in document order, at most ``excerpt_chars``, until the token
+budget is spent. The model cites a source by its number, and every number maps
 back to exactly one item, so a citation is checked against the chunk it names, never a sibling
 chunk of the same note.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -90,28 +92,76 @@ def _shorten(text: str, cap: int) -> str:
 
 def tighten(text: str, query: Counter[str], cap: int) -> tuple[str, tuple[Segment, ...]]:
     """The part of ``text`` worth showing for ``query``: all of it when it fits in ``cap``
-    characters, else the best-matching sentence widened by its neighbours while they fit."""
+    characters, else the sentences that match it best, each widened by its neighbours while
+    they fit. Every sentence that matches as well as the best one is kept, not only the first:
+    "Which novel did I read in November?" matches "Managed nine by November." and a table's
+    "| Nov | Piranesi |" row alike, and a window around the first alone cut the row off. A
+    table row brings its table's header row, which says what its cells are."""
     text = text.strip()
     parts = segments(text)
     if len(text) <= cap or not parts:
         return _shorten(text, cap), tuple(parts)
     scores = [overlap_score(query, p.text) for p in parts]
-    best = max(range(len(parts)), key=lambda i: (scores[i], -i))
-    first = last = best
-    while True:
+    top = max(scores)
+    chosen: set[int] = set()
+    for anchor in [i for i, score in enumerate(scores) if score == top] if top > 0 else [0]:
+        wanted = chosen | {anchor} | _table_head(text, parts, anchor)
+        if not chosen or _length(parts, wanted) <= cap:
+            chosen = wanted
+    grown = True
+    while grown:
         grown = False
-        for candidate in (last + 1, first - 1):
-            if 0 <= candidate < len(parts):
-                lo, hi = min(first, candidate), max(last, candidate)
-                if parts[hi].end - parts[lo].start <= cap:
-                    first, last, grown = lo, hi, True
-        if not grown:
+        for lo, hi in _runs(chosen):
+            for candidate in (hi + 1, lo - 1):
+                if (
+                    candidate not in chosen
+                    and 0 <= candidate < len(parts)
+                    and _length(parts, chosen | {candidate}) <= cap
+                ):
+                    chosen.add(candidate)
+                    grown = True
+    runs = _runs(chosen)
+    body = text[parts[runs[0][0]].start : parts[runs[0][1]].end]
+    for (_, before), (lo, hi) in itertools.pairwise(runs):
+        gap = "\n…\n" if "\n" in text[parts[before].end : parts[lo].start] else " … "
+        body += gap + text[parts[lo].start : parts[hi].end]
+    body = _shorten(body, cap)
+    lead = "… " if parts[runs[0][0]].start > 0 else ""
+    tail = " …" if parts[runs[-1][1]].end < len(text) and not body.endswith("…") else ""
+    return f"{lead}{body}{tail}", tuple(parts[i] for i in sorted(chosen))
+
+
+def _runs(chosen: set[int]) -> list[tuple[int, int]]:
+    """Consecutive segment numbers in ``chosen`` as (first, last) runs, in order."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(chosen):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+def _length(parts: Sequence[Segment], chosen: set[int]) -> int:
+    """Characters of the excerpt made of ``chosen``: each run verbatim, and " … " (or the same
+    on lines of its own, between lines) between runs."""
+    runs = _runs(chosen)
+    return sum(parts[hi].end - parts[lo].start for lo, hi in runs) + 3 * (len(runs) - 1)
+
+
+def _table_head(text: str, parts: Sequence[Segment], index: int) -> set[int]:
+    """The segment that starts the header row of the table ``parts[index]`` is a row of (empty
+    when it is not in a table, or is the header itself)."""
+    line_start = text.rfind("\n", 0, parts[index].start) + 1
+    if not text.startswith("|", line_start):
+        return set()
+    while line_start > 0:
+        previous = text.rfind("\n", 0, line_start - 1) + 1
+        if not text.startswith("|", previous):
             break
-    window = parts[first : last + 1]
-    body = _shorten(text[window[0].start : window[-1].end], cap)
-    lead = "… " if window[0].start > 0 else ""
-    tail = " …" if window[-1].end < len(text) and not body.endswith("…") else ""
-    return f"{lead}{body}{tail}", tuple(window)
+        line_start = previous
+    head = next((i for i, p in enumerate(parts) if p.start >= line_start), index)
+    return {head} if head != index else set()
 
 
 _MONTH_NAMES = (
