@@ -86,7 +86,7 @@ async def test_the_briefing_has_the_persona_prompt_and_the_last_12_messages(tmp_
     assert messages[0].role == "system" and "thoughtful confidant" in messages[0].content
     assert len(messages) == 1 + 12 + 1
     assert messages[1].content == "message 1"  # 16 stored before this turn's question; the last 12
-    assert messages[-1].content.startswith("Sources:") and messages[-1].content.endswith(
+    assert messages[-1].content.startswith("Today is ") and messages[-1].content.endswith(
         "message 7"
     )
 

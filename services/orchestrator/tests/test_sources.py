@@ -176,9 +176,10 @@ def test_a_record_header_says_what_its_date_is_and_its_status() -> None:
     assert "[1] Record: Plan Christmas (due 10 December 2026, pending)\n" in text
 
 
-def test_the_briefing_says_what_day_it_is_after_the_sources() -> None:
-    # "last year's review" and "how long ago" count from today; the line follows the sources,
-    # so the system prompt stays one cached prefix and a first pass starts its widened prompt.
+def test_the_briefing_says_what_day_it_is() -> None:
+    # "last year's review" and "how long ago" count from today. The line is in the user's
+    # message, so the system prompt stays one cached prefix: an ask has it after the sources
+    # (a first pass's prompt is still the start of its widened one), a chat turn first.
     from memex.orchestrator.briefing import answer_messages, chat_turn, today_line
     from memex.orchestrator.persona import load_personas
 
@@ -187,9 +188,8 @@ def test_the_briefing_says_what_day_it_is_after_the_sources() -> None:
     persona = load_personas().get("", "ask")
     system, user = answer_messages(persona, [], "When was my last review?", day)
     assert today_line(day) not in system.content
+    assert user.content.startswith("(The memory is empty")
     assert user.content.endswith(
         "\n\nToday is Friday 4 December 2026.\nQuestion: When was my last review?"
     )
-    assert chat_turn([], "and last week?", day).endswith(
-        "Today is Friday 4 December 2026.\n\nand last week?"
-    )
+    assert chat_turn([], "and last week?", day).startswith("Today is Friday 4 December 2026.\n\n")
