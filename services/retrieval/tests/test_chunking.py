@@ -170,3 +170,19 @@ def test_entity_matcher_whole_words_case_insensitive() -> None:
     match = EntityMatcher({"alice": ["Alice Smith", "Ali"], "bob": ["Bob"]})
     assert match("met alice smith and BOB") == ("alice", "bob")
     assert match("Alicante and Bobby") == ()
+
+
+def test_a_note_that_is_not_utf8_is_read_as_obsidian_shows_it() -> None:
+    from memex.retrieval.ingest.vault import decode
+
+    assert decode("café £5".encode("utf-8-sig")) == ("café £5", "")
+    # Saved by an older Windows editor: no UTF-8 sequence anywhere, so Windows-1252.
+    assert decode("café “quoted” £5".encode("cp1252")) == (
+        "café “quoted” £5",
+        "invalid UTF-8 at byte 3; read as Windows-1252",
+    )
+    assert decode(b"caf\xe9 \x81")[0] == "caf\xe9 \x81"  # a byte cp1252 leaves undefined
+    # UTF-8 with one bad byte: the rest stays as written, the bad byte is U+FFFD.
+    text, how = decode("naïve ".encode() + b"\xff" + " £5".encode())
+    assert text == "naïve \ufffd £5"
+    assert how == "invalid UTF-8 at byte 7; bad bytes shown as \ufffd"

@@ -45,12 +45,12 @@ async def test_index_and_its_errors(
         code, out, _ = await _memex(running.port, "index", str(vault), "--json")
         assert code == 0
         summary = json.loads(out)
-        assert summary["added"] == 5
+        assert summary["added"] == 6
         assert {"path": "bin.md", "reason": "binary file"} in summary["skipped"]
 
         code, out, _ = await _memex(running.port, "index", str(vault))
         assert code == 0
-        assert "0 added, 0 updated, 0 removed, 5 unchanged" in out
+        assert "0 added, 0 updated, 0 removed, 6 unchanged" in out
 
         code, _, err = await _memex(running.port, "index", str(tmp_path / "nope"))
         assert code == 2

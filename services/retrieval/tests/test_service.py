@@ -37,16 +37,17 @@ async def search(stub: Stub, text: str, **kw: object) -> list[retrieval_pb2.Retr
 
 async def test_index_summary_and_skips(retrieval: Stub, vault: Path) -> None:
     summary = await index(retrieval, vault)
-    assert summary.added == 5
+    assert summary.added == 6
     skipped = {s.path: s.reason for s in summary.skipped}
     assert skipped["bin.md"] == "binary file"
-    assert skipped["latin1.md"].startswith("invalid UTF-8")
+    assert "latin1.md" not in skipped  # read as Windows-1252, with a warning
+    assert "latin1.md: invalid UTF-8 at byte 3; read as Windows-1252" in summary.warnings
     assert skipped["loop"] == "symlink loop"
     assert "not in the allowlist" in skipped["records/secrets.jsonl"]
     assert any("Broken.md" in w and "YAML" in w for w in summary.warnings)
     assert summary.records_upserted == 7
     again = await index(retrieval, vault)
-    assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 5, 0)
+    assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 6, 0)
 
 
 async def test_a_note_that_cannot_be_read_is_skipped_and_the_rest_indexed(

@@ -145,6 +145,8 @@ class Indexer:
             if text is None:
                 summary.skipped.append((file.rel, reason))
                 continue
+            if reason:  # read, though not as UTF-8
+                summary.warnings.append(f"{file.rel}: {reason}")
             present.add(file.rel)
             key = f"records-file:{file.rel}"
             digest = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
@@ -262,6 +264,8 @@ class Indexer:
                 summary.skipped.append((file.rel, reason))
                 total -= 1
                 continue
+            if reason:  # read, though not as UTF-8
+                summary.warnings.append(f"{file.rel}: {reason}")
             if forgotten.skips(file.rel, text):  # see ingest/tombstones.py
                 summary.skipped.append((file.rel, tombstones.SKIP_REASON))
                 total -= 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +108,8 @@ def scan(vault: Path, include: list[str], exclude: list[str], records_folder: st
 
 
 def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
-    """(text, mtime, reason): text is None when the file is skipped, with the reason."""
+    """(text, mtime, reason): text is None when the file is skipped, with the reason; a file
+    that is not UTF-8 is read anyway (``decode``), and the reason then says how."""
     try:
         stat = file.path.stat()
         if stat.st_size > max_bytes:
@@ -117,8 +119,27 @@ def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
         return None, 0.0, f"unreadable: {exc.strerror or exc}"
     if b"\x00" in data[:8192]:
         return None, stat.st_mtime, "binary file"
+    text, how = decode(data)
+    return text.replace("\r\n", "\n"), stat.st_mtime, how
+
+
+# A UTF-8 sequence of two to four bytes: a file that has one is UTF-8 with a few bad bytes.
+_UTF8_MULTIBYTE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    """(text, how): UTF-8 (a BOM dropped), how ""; else, as Obsidian still shows such a note,
+    Windows-1252 when no byte sequence in it is UTF-8 (notes saved by older Windows editors:
+    "café" as one byte ``\\xe9``), or UTF-8 with U+FFFD for the bytes that are not."""
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        return None, stat.st_mtime, f"invalid UTF-8 at byte {exc.start}"
-    return text.replace("\r\n", "\n"), stat.st_mtime, ""
+        where = f"invalid UTF-8 at byte {exc.start}"
+    if not _UTF8_MULTIBYTE.search(data):
+        try:
+            return data.decode("cp1252"), f"{where}; read as Windows-1252"
+        except UnicodeDecodeError:  # five bytes cp1252 leaves undefined
+            return data.decode("latin-1"), f"{where}; read as Latin-1"
+    return data.decode("utf-8-sig", errors="replace"), f"{where}; bad bytes shown as \ufffd"
