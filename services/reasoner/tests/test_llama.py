@@ -150,9 +150,13 @@ async def test_cancel_stops_within_a_step_and_frees_the_context(reasoner: Served
 
 
 async def test_a_passed_deadline_stops_the_generation(reasoner: Served) -> None:
+    # A free "long story" sometimes ended inside the deadline; a schema that needs hundreds of
+    # tokens cannot.
+    request = user("List the word memex many times.", max_tokens=400, temperature=0)
+    request.json_schema = json.dumps(
+        {"type": "array", "items": {"const": "memex"}, "minItems": 300}
+    )
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await collect(
-            reasoner.stub.Generate(user("Tell me a long story.", max_tokens=400), timeout=0.5)
-        )
+        await collect(reasoner.stub.Generate(request, timeout=0.5))
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     await asyncio.wait_for(reasoner.core.scheduler.idle.wait(), 5)
