@@ -106,6 +106,16 @@ async def test_graph_channel_finds_mentions(retrieval: Stub, vault: Path) -> Non
     assert all(c.channel == common_pb2.CHANNEL_GRAPH for i in items for c in i.channel_scores)
 
 
+async def test_a_note_is_found_by_its_aliases_and_names_them(retrieval: Stub, vault: Path) -> None:
+    # "Alice Smith" has `aliases: [Ali]`, a word its text never uses: the alias is part of what
+    # is searched, and comes back for the briefing to say that Ali is Alice.
+    await index(retrieval, vault)
+    items = await search(retrieval, "Ali", channels=[common_pb2.CHANNEL_KEYWORD])
+    alice = [i for i in items if i.provenance.path == "Alice Smith.md"]
+    assert alice, [i.provenance.path for i in items]
+    assert alice[0].attributes["aliases"] == ["Ali"]
+
+
 async def test_beliefs_and_filters(retrieval: Stub, vault: Path) -> None:
     await index(retrieval, vault)
     beliefs = await search(retrieval, "sailing", channels=[common_pb2.CHANNEL_BELIEFS])

@@ -28,6 +28,7 @@ from memex.shared.wikilinks import replace_wikilinks
 CHARS_PER_TOKEN = 3.2
 EMPTY_MEMORY_NOTE = "(The memory is empty: there are no notes or records to draw on yet.)"
 
+_MAX_ALIASES = 3
 _LABELS = {
     "chunk": "",
     "record": "Record: ",
@@ -215,11 +216,32 @@ def dateline(item: ShownItem) -> str:
 
 
 def header(source: Source) -> str:
-    """``[n] Title (date)``, with the kind of item when it is not a note."""
+    """``[n] Title (date)``, with the kind of item when it is not a note and the other names a
+    note goes by (``Chioma Okafor, also called Chi or my sister``)."""
     item = source.item
     name = item.title or item.ref
+    if others := other_names(item):
+        name += f", also called {' or '.join(others)}"
     when = dateline(item)
     return f"[{source.number}] {_LABELS[item.kind]}{name}{f' ({when})' if when else ''}"
+
+
+def other_names(item: ShownItem) -> list[str]:
+    """A note's frontmatter aliases that its title does not already hold ("Chioma" adds nothing
+    to "Chioma Okafor"), at most three: the model must learn that Chi is Chioma, and a long
+    list would cost prompt tokens on every source of the note."""
+    aliases = item.attributes.get("aliases") if item.kind == "chunk" else None
+    if not isinstance(aliases, list):
+        return []
+    title = item.title or item.ref
+    names = (a.strip() for a in aliases if isinstance(a, str))
+    unseen = [a for a in dict.fromkeys(names) if a and not _holds_words(title, a)]
+    return unseen[:_MAX_ALIASES]
+
+
+def _holds_words(text: str, words: str) -> bool:
+    """Whether ``words`` occur in ``text`` as whole words ("Chi" is not in "Chioma Okafor")."""
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def render(source: Source) -> str:

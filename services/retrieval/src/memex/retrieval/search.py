@@ -185,7 +185,10 @@ class Searcher:
             return head
         # A chunk is judged with its title and heading path, as it was embedded and indexed.
         passages = [
-            search_text(i.title, i.heading, i.text) if i.kind == "chunk" else i.text for i in head
+            search_text(i.title, i.heading, i.text, i.attributes.get("aliases", ()))
+            if i.kind == "chunk"
+            else i.text
+            for i in head
         ]
         started = time.perf_counter()
         # The model is CPU-bound: off the event loop, so other requests keep being served.
@@ -367,7 +370,7 @@ def chunk_item(chunk_id: str, note: NoteMeta, channels: list[ChannelHit], fused:
         sensitive=note.sensitive,
         channels=channels,
         fused=fused,
-        attributes={"tags": list(note.tags)},
+        attributes={"tags": list(note.tags), "aliases": list(note.aliases)},
     )
 
 

@@ -12,13 +12,17 @@ spaces; only a single "word" longer than the limit (a pasted blob) is ever cut, 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memex.retrieval.ingest.markdown import code_mask, headings
+from memex.retrieval.store.base import other_names
 
 MAX_CHARS = 1600
 LEAD_CHARS = 240
 CHUNKER_VERSION = "2"  # 2: a short opening joins the section after it
+# A note with a long list of aliases must not push its title out of every chunk's opening.
+_MAX_ALIASES = 8
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+"))
 
 
@@ -119,7 +123,10 @@ def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
     return chunks
 
 
-def search_text(title: str, heading: str, text: str) -> str:
-    """What gets embedded and keyword-indexed: the note title and heading path carry context."""
-    head = f"{title} > {heading}" if heading else title
+def search_text(title: str, heading: str, text: str, aliases: Sequence[str] = ()) -> str:
+    """What gets embedded and keyword-indexed: the note title (with the other names it goes by,
+    so "Who is Chi?" finds the note on Chioma) and heading path carry context."""
+    extra = other_names(title, aliases)[:_MAX_ALIASES]
+    name = f"{title} ({', '.join(extra)})" if extra else title
+    head = f"{name} > {heading}" if heading else name
     return f"{head}\n\n{text}"

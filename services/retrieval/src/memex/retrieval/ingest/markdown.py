@@ -181,14 +181,6 @@ def parse_note(text: str) -> ParsedNote:
     )
 
 
-def aliases(frontmatter: dict[str, Any]) -> list[str]:
-    """Frontmatter ``aliases`` (or ``alias``) as a list."""
-    value = frontmatter.get("aliases", frontmatter.get("alias"))
-    if isinstance(value, str):
-        return [value]
-    return _as_list(value) if isinstance(value, list | tuple) else []
-
-
 def _name_date(name: str) -> str | None:
     """The date a file name starts with, as daily notes are named ("2025-07-19 — Open day")."""
     found = _DATED_NAME.match(name)

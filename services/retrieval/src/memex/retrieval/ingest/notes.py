@@ -11,8 +11,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memex.retrieval.ingest.chunking import CHUNKER_VERSION, TextChunk, chunk_body, search_text
-from memex.retrieval.ingest.markdown import PARSER_VERSION, aliases, note_date, parse_note
-from memex.retrieval.store.base import Chunk, Link, Note, link_key
+from memex.retrieval.ingest.markdown import PARSER_VERSION, note_date, parse_note
+from memex.retrieval.store.base import Chunk, Link, Note, frontmatter_aliases, link_key
 
 # Characters that end or split a wikilink's target ([[a]b]], [[a|b]], [[a#b]]).
 _LINK_BREAKING = re.compile(r"[\[\]|#]")
@@ -106,7 +106,8 @@ def prepare(
         or bool(set(tags) & sensitivity.tags)
         or any(rel.startswith(f.rstrip("/") + "/") for f in sensitivity.folders)
     )
-    keys = [link_key(title), link_key(stem), link_key(rel)] + [link_key(a) for a in aliases(fm)]
+    aliases = frontmatter_aliases(fm)
+    keys = [link_key(title), link_key(stem), link_key(rel)] + [link_key(a) for a in aliases]
     nid = note_id(rel)
     pieces = [
         TextChunk(p.text, p.heading, p.start + parsed.body_offset, p.end + parsed.body_offset)
@@ -129,7 +130,7 @@ def prepare(
     return PreparedNote(
         note=note,
         pieces=pieces,
-        texts=[search_text(title, p.heading, p.text) for p in pieces],
+        texts=[search_text(title, p.heading, p.text, aliases) for p in pieces],
         warnings=warnings,
         mentions=[find_mentions(p.text) for p in pieces],
     )

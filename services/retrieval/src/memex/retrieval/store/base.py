@@ -83,6 +83,23 @@ def link_key(name: str) -> str:
     return re.sub(r"\s+", " ", text).casefold().strip()
 
 
+def frontmatter_aliases(frontmatter: Mapping[str, Any]) -> tuple[str, ...]:
+    """The other names a note goes by: frontmatter ``aliases`` (or ``alias``), in order, once."""
+    value = frontmatter.get("aliases", frontmatter.get("alias"))
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        return ()
+    names = (str(v).strip() for v in value if v is not None)
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def other_names(title: str, aliases: Sequence[str]) -> tuple[str, ...]:
+    """The aliases a reader of ``title`` would not already see in it as whole words ("Chioma"
+    adds nothing to "Chioma Okafor"; "Chi" and "my sister" do)."""
+    return tuple(a for a in aliases if not re.search(rf"(?<!\w){re.escape(a)}(?!\w)", title, re.I))
+
+
 @dataclass(frozen=True)
 class Link:
     """A wikilink from a note: ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#Heading]]`` or the
@@ -153,6 +170,7 @@ class Note:
             sensitive=bool(self.sensitive),
             salience=float(self.salience),
             record_keys=tuple(self.record_keys),
+            aliases=frontmatter_aliases(self.frontmatter),
         )
 
 
@@ -169,6 +187,8 @@ class NoteMeta:
     sensitive: bool = False
     salience: float = 0.5
     record_keys: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    """Frontmatter ``aliases``: "Who is Chi?" needs the briefing to say Chioma is Chi."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     Vector,
+    frontmatter_aliases,
 )
 from memex.retrieval.store.keyword_terms import indexed_text
 from memex.retrieval.store.weaviate_schema import VECTOR, day_number, uuid_of
@@ -38,6 +39,7 @@ NOTE_PROPS = [
     "sensitive",
     "salience",
     "record_keys",
+    "frontmatter_json",
 ]
 CHUNK_PROPS = ["chunk_id", "note_id", "ordinal", "text", "heading", "start_offset", "end_offset"]
 RECORD_PROPS = [
@@ -155,6 +157,7 @@ def note_meta(props: Props) -> NoteMeta:
         sensitive=bool(props.get("sensitive")),
         salience=float(props.get("salience") or 0.0),
         record_keys=_strings(props.get("record_keys")),
+        aliases=frontmatter_aliases(json.loads(props.get("frontmatter_json") or "{}")),
     )
 
 

@@ -23,12 +23,15 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     StoreStats,
+    frontmatter_aliases,
 )
 from memex.retrieval.store.embedded import keyword
 from memex.retrieval.store.embedded.schema import is_trivial, match_expression, note_filter
 
 _NOTE_COLS = (
-    "n.id, n.path, n.title, n.date, n.fingerprint, n.tags, n.sensitive, n.salience, n.record_keys"
+    "n.id, n.path, n.title, n.date, n.fingerprint, n.tags, n.sensitive, n.salience, n.record_keys, "
+    # Both names, as a JSON array: only the aliases are read, not the whole frontmatter.
+    "json_extract(n.frontmatter, '$.aliases', '$.alias')"
 )
 _RECORD_COLS = "collection, id, fields, text, date, tags, sensitive, entity_refs, source"
 
@@ -44,7 +47,13 @@ def _note_meta(row: Sequence[Any]) -> NoteMeta:
         sensitive=bool(row[6]),
         salience=float(row[7]),
         record_keys=tuple(json.loads(row[8])),
+        aliases=_aliases(row[9]),
     )
+
+
+def _aliases(extracted: str | None) -> tuple[str, ...]:
+    plural, singular = json.loads(extracted) if extracted else (None, None)
+    return frontmatter_aliases({"aliases": plural if plural is not None else singular})
 
 
 def _record(row: Sequence[Any]) -> Record:
@@ -341,13 +350,13 @@ _CHUNK_VIEW = (
 def _chunk_view(r: Sequence[Any]) -> ChunkView:
     return ChunkView(
         id=r[0],
-        note=_note_meta(r[6:15]),
+        note=_note_meta(r[6:16]),
         ordinal=r[1],
         text=r[2],
         heading=r[3],
         start=r[4],
         end=r[5],
-        mentions=tuple(sorted(json.loads(r[15]))),
+        mentions=tuple(sorted(json.loads(r[16]))),
     )
 
 
