@@ -52,6 +52,7 @@ def test_ask_returns_the_structured_answer_and_passes_the_request_id(
             "ref": "[[Flat lease]]",
             "item_id": "chunk-1",
             "episode_id": "ep-1",
+            "path": "home/Flat lease.md",
             "quote": "return £1,030",
             "support": "verbatim",
             "support_label": "verbatim",

@@ -32,7 +32,12 @@ def test_a_streamed_ask_is_started_deltas_then_the_checked_result(
 ) -> None:
     events = ask(client, question="How much did Graham return?", persona="skeptic")
     assert [name for name, _ in events] == ["started", "delta", "delta", "delta", "result"]
-    assert events[0][1] == {"model": "fake", "persona": "skeptic", "sources": ["[[Flat lease]]"]}
+    assert events[0][1] == {
+        "model": "fake",
+        "persona": "skeptic",
+        "sources": ["[[Flat lease]]"],
+        "source_paths": ["home/Flat lease.md"],
+    }
     draft = "".join(str(data["text"]) for name, data in events if name == "delta")
     assert draft == "Graham returned £1,030."
     # The result is exactly what the JSON ask answers.

@@ -44,6 +44,7 @@ def test_a_reply_is_meta_deltas_citations_done(client: httpx.Client, gateway: Ga
                 "ref": "[[Flat lease]]",
                 "item_id": "chunk-1",
                 "episode_id": "ep-1",
+                "path": "home/Flat lease.md",
                 "quote": "return £1,030",
                 "support": "verbatim",
                 "support_label": "verbatim",

@@ -185,6 +185,27 @@ def test_gold_titles_match_refs_case_insensitively_with_headings_and_aliases() -
     assert not is_gold("[[legal]]", by_file)
 
 
+def test_a_cited_note_matches_a_gold_file_by_its_path_whatever_its_title() -> None:
+    # A note titled in its frontmatter ("Open day: bring jam") is still its file to a person who
+    # names gold notes by file, and two notes may share a title; the stack gives each path.
+    gold = ["journal/2025-07-19 — Allotment open day.md"]
+    path = "journal/2025-07-19 — Allotment open day.md"
+    assert not is_gold("[[Allotment open day: bring jam]]", gold)
+    assert is_gold("[[Allotment open day: bring jam]]", gold, path)
+    assert not is_gold("[[Allotment open day: bring jam]]", gold, "journal/Other.md")
+    answer = Outcome(
+        "Bring jam.",
+        False,
+        ("[[Meeting]]", "[[Meeting]]"),
+        cited_paths=("work/Meeting.md", "home/Meeting.md"),
+        briefed=("[[Meeting]]", "[[Meeting]]"),
+        briefed_paths=("work/Meeting.md", "home/Meeting.md"),
+    )
+    meeting = Question("m", "What?", True, ("home/Meeting.md",), (("jam",),))
+    row = judge(meeting, answer)
+    assert (row.ok, row.citations, row.precise, row.gold_at) == (True, 2, 2, 1)
+
+
 # Verdicts and metrics.
 
 

@@ -24,6 +24,7 @@ CITATION = {
     "ref": "[[Flat lease]]",
     "item_id": "chunk-1",
     "episode_id": "ep-1",
+    "path": "home/Flat lease.md",
     "quote": "return £1,030",
     "support": "verbatim",
     "support_label": "verbatim",

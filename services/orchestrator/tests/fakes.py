@@ -112,6 +112,7 @@ NOTES = [
         episode_id="ep-deposit",
         ref="[[Flat lease]]",
         title="Flat lease",
+        path="home/Flat lease.md",
         date="2026-02-01",
         text="Agreed with Dana that the deposit is £800, returned in May.",
     ),

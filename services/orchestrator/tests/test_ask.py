@@ -494,6 +494,7 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     assert "[1] Flat lease" in prompt and "[2] Boiler" in prompt and "[3]" not in prompt
     started, *drafts, finished = events
     assert isinstance(started, Started) and len(started.sources) == 4  # the whole briefing
+    assert started.source_paths[0] == "home/Flat lease.md"  # a title need not be its file's
     # The first pass streams: its draft is the answer when it stands.
     texts = [d.text for d in drafts if isinstance(d, Draft)]
     assert len(texts) == len(drafts)
@@ -501,7 +502,7 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     assert isinstance(finished, Finished)
     result = finished.result
     assert not result.abstained and result.stages == ["retrieve", "synthesize", "ground_check"]
-    assert [c.ref for c in result.citations] == ["[[Flat lease]]"]
+    assert [(c.ref, c.path) for c in result.citations] == [("[[Flat lease]]", "home/Flat lease.md")]
 
 
 @dataclass

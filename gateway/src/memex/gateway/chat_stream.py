@@ -71,7 +71,10 @@ def ask_event(message: opb.AskStreamResponse) -> Event:
     if kind == "started":
         s = message.started
         return "started", models.AskStarted(
-            model=s.model, persona=s.persona, sources=list(s.sources)
+            model=s.model,
+            persona=s.persona,
+            sources=list(s.sources),
+            source_paths=list(s.source_paths),
         )
     if kind == "delta":
         return "delta", models.ChatDelta(text=message.delta)

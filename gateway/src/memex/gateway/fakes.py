@@ -35,6 +35,7 @@ CITATION = common_pb2.Citation(
     episode_id="ep-1",
     quote="return £1,030",
     support=common_pb2.SUPPORT_VERBATIM,
+    path="home/Flat lease.md",
 )
 ITEM = pb.MemoryItem(
     id="chunk-1",
@@ -261,7 +262,9 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         await self._ask_magic(request, context)
         persona = request.persona or "analyst"
         yield pb.AskStreamResponse(
-            started=pb.AskStarted(model="fake", persona=persona, sources=[CITATION.ref])
+            started=pb.AskStarted(
+                model="fake", persona=persona, sources=[CITATION.ref], source_paths=[CITATION.path]
+            )
         )
         if request.question == "fail after":
             yield pb.AskStreamResponse(delta="Half a ")

@@ -123,6 +123,10 @@ class AskStarted(BaseModel):
     sources: list[str] = Field(
         description='Refs of the sources briefed to the model, e.g. "[[Flat Deposit]]".'
     )
+    source_paths: list[str] = Field(
+        default_factory=list,
+        description='The vault path of each source\'s note, in the same order; "" for a record.',
+    )
 
 
 class AskRedraft(BaseModel):

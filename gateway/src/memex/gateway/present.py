@@ -61,6 +61,11 @@ class Citation(BaseModel):
     ref: str = Field(description='"[[Note Title]]" for notes, "collection:id" for records.')
     item_id: str = Field(description="The chunk or record the citation rests on.")
     episode_id: str = Field(description="The note it belongs to; empty for records.")
+    path: str = Field(
+        default="",
+        description="The note's path in the vault, e.g. 'legal/Flat Deposit.md'; empty for a "
+        "record.",
+    )
     quote: str = Field(description="The quote given, if any.")
     support: SupportName = Field(description="How strongly the cited text supports the quote.")
     support_label: str = Field(
@@ -76,6 +81,7 @@ class Citation(BaseModel):
             ref=c.ref,
             item_id=c.item_id,
             episode_id=c.episode_id,
+            path=c.path,
             quote=c.quote,
             support=support,
             support_label=SUPPORT_LABELS[support],

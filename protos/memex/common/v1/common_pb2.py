@@ -24,23 +24,23 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmemex/common/v1/common.proto\x12\x0fmemex.common.v1\"\\\n\nProvenance\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0c\n\x04path\x18\x04 \x01(\t\x12\x0f\n\x07heading\x18\x05 \x01(\t\"V\n\x0c\x43hannelScore\x12)\n\x07\x63hannel\x18\x01 \x01(\x0e\x32\x18.memex.common.v1.Channel\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"v\n\x08\x43itation\x12\x0b\n\x03ref\x18\x01 \x01(\t\x12\x0f\n\x07item_id\x18\x02 \x01(\t\x12\x12\n\nepisode_id\x18\x03 \x01(\t\x12\r\n\x05quote\x18\x04 \x01(\t\x12)\n\x07support\x18\x05 \x01(\x0e\x32\x18.memex.common.v1.Support\"(\n\nTimeWindow\x12\r\n\x05start\x18\x01 \x01(\t\x12\x0b\n\x03\x65nd\x18\x02 \x01(\t*\x8d\x01\n\x07\x43hannel\x12\x17\n\x13\x43HANNEL_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x43HANNEL_VECTOR\x10\x01\x12\x13\n\x0f\x43HANNEL_KEYWORD\x10\x02\x12\x11\n\rCHANNEL_GRAPH\x10\x03\x12\x13\n\x0f\x43HANNEL_BELIEFS\x10\x04\x12\x18\n\x14\x43HANNEL_OBSERVATIONS\x10\x05*g\n\x07Support\x12\x17\n\x13SUPPORT_UNSPECIFIED\x10\x00\x12\x14\n\x10SUPPORT_VERBATIM\x10\x01\x12\x16\n\x12SUPPORT_PARAPHRASE\x10\x02\x12\x15\n\x11SUPPORT_INFERENCE\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmemex/common/v1/common.proto\x12\x0fmemex.common.v1\"\\\n\nProvenance\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0c\n\x04path\x18\x04 \x01(\t\x12\x0f\n\x07heading\x18\x05 \x01(\t\"V\n\x0c\x43hannelScore\x12)\n\x07\x63hannel\x18\x01 \x01(\x0e\x32\x18.memex.common.v1.Channel\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"\x84\x01\n\x08\x43itation\x12\x0b\n\x03ref\x18\x01 \x01(\t\x12\x0f\n\x07item_id\x18\x02 \x01(\t\x12\x12\n\nepisode_id\x18\x03 \x01(\t\x12\r\n\x05quote\x18\x04 \x01(\t\x12)\n\x07support\x18\x05 \x01(\x0e\x32\x18.memex.common.v1.Support\x12\x0c\n\x04path\x18\x06 \x01(\t\"(\n\nTimeWindow\x12\r\n\x05start\x18\x01 \x01(\t\x12\x0b\n\x03\x65nd\x18\x02 \x01(\t*\x8d\x01\n\x07\x43hannel\x12\x17\n\x13\x43HANNEL_UNSPECIFIED\x10\x00\x12\x12\n\x0e\x43HANNEL_VECTOR\x10\x01\x12\x13\n\x0f\x43HANNEL_KEYWORD\x10\x02\x12\x11\n\rCHANNEL_GRAPH\x10\x03\x12\x13\n\x0f\x43HANNEL_BELIEFS\x10\x04\x12\x18\n\x14\x43HANNEL_OBSERVATIONS\x10\x05*g\n\x07Support\x12\x17\n\x13SUPPORT_UNSPECIFIED\x10\x00\x12\x14\n\x10SUPPORT_VERBATIM\x10\x01\x12\x16\n\x12SUPPORT_PARAPHRASE\x10\x02\x12\x15\n\x11SUPPORT_INFERENCE\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'memex.common.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CHANNEL']._serialized_start=394
-  _globals['_CHANNEL']._serialized_end=535
-  _globals['_SUPPORT']._serialized_start=537
-  _globals['_SUPPORT']._serialized_end=640
+  _globals['_CHANNEL']._serialized_start=409
+  _globals['_CHANNEL']._serialized_end=550
+  _globals['_SUPPORT']._serialized_start=552
+  _globals['_SUPPORT']._serialized_end=655
   _globals['_PROVENANCE']._serialized_start=49
   _globals['_PROVENANCE']._serialized_end=141
   _globals['_CHANNELSCORE']._serialized_start=143
   _globals['_CHANNELSCORE']._serialized_end=229
-  _globals['_CITATION']._serialized_start=231
-  _globals['_CITATION']._serialized_end=349
-  _globals['_TIMEWINDOW']._serialized_start=351
-  _globals['_TIMEWINDOW']._serialized_end=391
+  _globals['_CITATION']._serialized_start=232
+  _globals['_CITATION']._serialized_end=364
+  _globals['_TIMEWINDOW']._serialized_start=366
+  _globals['_TIMEWINDOW']._serialized_end=406
 # @@protoc_insertion_point(module_scope)

@@ -136,6 +136,7 @@ class Citation(_message.Message):
     EPISODE_ID_FIELD_NUMBER: _builtins.int
     QUOTE_FIELD_NUMBER: _builtins.int
     SUPPORT_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
     ref: _builtins.str
     """"[[Note Title]]" for vault notes and matched records, else "collection:id"."""
     item_id: _builtins.str
@@ -144,6 +145,10 @@ class Citation(_message.Message):
     quote: _builtins.str
     """The quote the model gave, if any."""
     support: Global___Support.ValueType
+    path: _builtins.str
+    """The cited note's path in the vault ("legal/Flat Deposit.md"); empty for records. A title is
+    not unique and need not be the file's name; the path is both.
+    """
     def __init__(
         self,
         *,
@@ -152,10 +157,11 @@ class Citation(_message.Message):
         episode_id: _builtins.str = ...,
         quote: _builtins.str = ...,
         support: Global___Support.ValueType = ...,
+        path: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "item_id", b"item_id", "quote", b"quote", "ref", b"ref", "support", b"support"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "item_id", b"item_id", "path", b"path", "quote", b"quote", "ref", b"ref", "support", b"support"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -274,11 +274,16 @@ class AskStarted(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
     SOURCES_FIELD_NUMBER: _builtins.int
+    SOURCE_PATHS_FIELD_NUMBER: _builtins.int
     model: _builtins.str
     persona: _builtins.str
     @_builtins.property
     def sources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Sources briefed to the model, in the order of their numbers [1]..[n]."""
+
+    @_builtins.property
+    def source_paths(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The note path of each of those sources, in the same order; "" for a record."""
 
     def __init__(
         self,
@@ -286,10 +291,11 @@ class AskStarted(_message.Message):
         model: _builtins.str = ...,
         persona: _builtins.str = ...,
         sources: _abc.Iterable[_builtins.str] | None = ...,
+        source_paths: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["model", b"model", "persona", b"persona", "sources", b"sources"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["model", b"model", "persona", b"persona", "source_paths", b"source_paths", "sources", b"sources"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -123,11 +123,13 @@ async def ask_one(stub: Stub, request: pb.AskRequest) -> tuple[Outcome, pb.AskRe
     final: float | None = None  # the first words of the draft after the last redraft
     redrafted = False
     briefed: tuple[str, ...] = ()
+    briefed_paths: tuple[str, ...] = ()
     try:
         async for event in stub.AskStream(pb.AskStreamRequest(ask=request)):
             kind = event.WhichOneof("event")
             if kind == "started":
                 briefed = tuple(event.started.sources)
+                briefed_paths = tuple(event.started.source_paths)
             elif kind == "delta" and event.delta.strip():
                 first = first or time.perf_counter()
                 final = final or time.perf_counter()
@@ -140,9 +142,11 @@ async def ask_one(stub: Stub, request: pb.AskRequest) -> tuple[Outcome, pb.AskRe
                     answer=r.answer,
                     abstained=r.abstained,
                     cited_refs=tuple(c.ref for c in r.citations),
+                    cited_paths=tuple(c.path for c in r.citations),
                     latency_ms=(done - started) * 1000,
                     first_words_ms=((first or done) - started) * 1000,
                     briefed=briefed,
+                    briefed_paths=briefed_paths,
                     redrafted=redrafted,
                     final_words_ms=((final or done) - started) * 1000,
                 ), r

@@ -65,6 +65,7 @@ def row_dict(row: Row) -> dict[str, Any]:
         "answer": o.answer,
         "abstained": o.abstained,
         "cited_refs": list(o.cited_refs),
+        "cited_paths": list(o.cited_paths),
         "gold": list(q.gold),
         "briefed": list(o.briefed),
         "gold_at": row.gold_at,

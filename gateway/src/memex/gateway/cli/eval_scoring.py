@@ -274,9 +274,11 @@ def ref_key(ref: str) -> str:
     return re.sub(r"\s+", " ", ref.translate(_DASHES)).strip().casefold()
 
 
-def is_gold(ref: str, gold: Iterable[str]) -> bool:
-    """Whether a citation names one of the gold notes."""
-    return ref_key(ref) in {ref_key(g) for g in gold}
+def is_gold(ref: str, gold: Iterable[str], path: str = "") -> bool:
+    """Whether a citation names one of the gold notes, by its title or, when the stack gave it,
+    by its note's file ('legal/Flat Deposit.md' is gold 'Flat Deposit' whatever its title)."""
+    keys = {ref_key(g) for g in gold}
+    return ref_key(ref) in keys or (bool(path) and ref_key(path) in keys)
 
 
 # Scoring.
@@ -297,6 +299,10 @@ class Outcome:
     # the first words of the draft that became the answer came (= first_words_ms otherwise).
     redrafted: bool = False
     final_words_ms: float = 0.0
+    # The vault path of each cited note, in the order of ``cited_refs`` ("" for a record); empty
+    # for answers logged before citations had paths.
+    cited_paths: tuple[str, ...] = ()
+    briefed_paths: tuple[str, ...] = ()  # the briefed sources' notes' paths, as ``cited_paths``
 
 
 @dataclass(frozen=True)
@@ -313,15 +319,23 @@ class Row:
     gold_at: int | None = None
 
 
-def gold_position(briefed: Sequence[str], gold: Iterable[str]) -> int | None:
+def with_paths(refs: Sequence[str], paths: Sequence[str]) -> list[tuple[str, str]]:
+    """Each ref with its note's path ("" where none was given)."""
+    return list(zip(refs, [*paths, *[""] * (len(refs) - len(paths))], strict=False))
+
+
+def gold_position(
+    briefed: Sequence[str], gold: Iterable[str], paths: Sequence[str] = ()
+) -> int | None:
     """The number ([1]..[n]) of the first gold note among the briefed sources, or None."""
-    keys = {ref_key(g) for g in gold}
-    return next((i for i, ref in enumerate(briefed, 1) if ref_key(ref) in keys), None)
+    gold = list(gold)
+    found = (i for i, (r, p) in enumerate(with_paths(briefed, paths), 1) if is_gold(r, gold, p))
+    return next(found, None)
 
 
 def judge(question: Question, outcome: Outcome) -> Row:
     """Applies the checks of docs/eval.md to one answer."""
-    refs = tuple(dict.fromkeys(outcome.cited_refs))
+    refs = tuple(dict.fromkeys(with_paths(outcome.cited_refs, outcome.cited_paths)))
     if outcome.error:
         return Row(question, outcome, False, (f"error: {outcome.error}",), 0, 0)
     answered = not outcome.abstained
@@ -329,8 +343,8 @@ def judge(question: Question, outcome: Outcome) -> Row:
     if not question.answerable:
         failed = () if outcome.abstained else ("answered (should abstain)",)
         return Row(question, outcome, not failed, failed, counted, 0)
-    gold_at = gold_position(outcome.briefed, question.gold)
-    precise = sum(is_gold(r, question.gold) for r in refs) if answered else 0
+    gold_at = gold_position(outcome.briefed, question.gold, outcome.briefed_paths)
+    precise = sum(is_gold(r, question.gold, p) for r, p in refs) if answered else 0
     if not answered:
         return Row(question, outcome, False, ("abstained",), 0, 0, gold_at)
     checks = [f"missing fact: {f}" for f in missing_facts(outcome.answer, question.facts)]

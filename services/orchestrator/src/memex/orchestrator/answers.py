@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memex.orchestrator.citations import parse_citations, police
-from memex.orchestrator.items import Citation, GroundingReport, Support
+from memex.orchestrator.items import Citation, GroundingReport, Support, note_path
 from memex.orchestrator.lexical import (
     Segment,
     coverage,
@@ -327,6 +327,7 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
             episode_id=source.item.episode_id,
             quote=graded.quote,
             support=graded.support,
+            path=note_path(source.item),
         )
         for graded, source in (best[n] for n in order)
     ]

@@ -35,7 +35,7 @@ from memex.orchestrator.ask_stages import (
 from memex.orchestrator.audit import AuditedReasoner, tenant_var
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.items import Citation, GroundingReport, ShownItem
+from memex.orchestrator.items import Citation, GroundingReport, ShownItem, note_path
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
@@ -86,6 +86,7 @@ class Started:
     model: str
     persona: str
     sources: list[str]
+    source_paths: list[str]  # each source's note path, "" for a record
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,12 @@ class Asker:
             dropped_steps=list(plan.dropped),
             abstain_reason="empty",
         )
-        yield Started(p.generator.model, persona.name, [s.ref for s in sources])
+        yield Started(
+            p.generator.model,
+            persona.name,
+            [s.ref for s in sources],
+            [note_path(s.item) for s in sources],
+        )
         if sources:
             reading: Reading | None = None
             drafted = False  # whether the reader saw any of a first pass

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memex.orchestrator.items import Citation, GroundingReport, ShownItem, Support
+from memex.orchestrator.items import Citation, GroundingReport, ShownItem, Support, note_path
 from memex.orchestrator.lexical import squash
 
 _FENCE = re.compile(r"```[a-zA-Z]*")
@@ -98,6 +98,7 @@ def police(
             episode_id=item.episode_id,
             quote=str(quote),
             support=grade(claimed, str(quote), item.text),
+            path=note_path(item),
         )
         if (citation.item_id, squash(citation.quote)) not in seen:
             seen.add((citation.item_id, squash(citation.quote)))

@@ -36,6 +36,11 @@ class ShownItem:
     rerank_score: float | None = None  # set only when retrieval reranked the item
 
 
+def note_path(item: ShownItem) -> str:
+    """The vault path of the note an item is a chunk of; "" for anything else."""
+    return item.path if item.kind == "chunk" else ""
+
+
 @dataclass(frozen=True)
 class Record:
     """A structured record as read from an allowlisted collection."""
@@ -104,6 +109,7 @@ class Citation:
     episode_id: str
     quote: str
     support: Support
+    path: str = ""  # the cited note's vault path; "" for a record
 
 
 @dataclass(frozen=True)

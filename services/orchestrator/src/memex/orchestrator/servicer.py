@@ -59,6 +59,7 @@ def citation_pb(citation: Citation | dict[str, Any]) -> common_pb2.Citation:
         episode_id=c["episode_id"],
         quote=c["quote"],
         support=SUPPORT.get(c["support"], common_pb2.SUPPORT_UNSPECIFIED),
+        path=c.get("path", ""),  # stored before citations had paths
     )
 
 
@@ -234,7 +235,10 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
                     case ask_events.Started():
                         yield pb.AskStreamResponse(
                             started=pb.AskStarted(
-                                model=event.model, persona=event.persona, sources=event.sources
+                                model=event.model,
+                                persona=event.persona,
+                                sources=event.sources,
+                                source_paths=event.source_paths,
                             )
                         )
                     case ask_events.Draft():
