@@ -73,7 +73,8 @@ class FakeMemory:
         self.searches.append(spec)
         if self.on_search:
             self.on_search(spec)
-        return list(self.items[: spec.k])
+        dated = [i for i in self.items if (spec.since or "") <= i.date <= (spec.until or "9999")]
+        return (dated if spec.since or spec.until else list(self.items))[: spec.k]
 
     async def query_records(
         self, tenant: str, collection: str, filters: object, sort: str, limit: int

@@ -470,6 +470,25 @@ async def test_a_persona_with_reframe_rewrites_the_question_before_planning(tmp_
     assert [r["purpose"] for r in purposes] == ["ask_reframe", "ask_plan", "ask_synthesize"]
 
 
+async def test_a_question_naming_a_day_also_searches_the_notes_dated_then(tmp_path: Path) -> None:
+    # Nothing in "What happened on 10 March 2026?" matches the boiler note's words; its date does.
+    model = reasoner(["The boiler was fixed [1]."])
+    memory = FakeMemory(NOTES)
+    o = make_orchestrator(tmp_path, model, memory)
+    result = await o.asker.ask("me", "What happened on 10 March 2026?", include_sensitive=True)
+
+    assert [(s.since, s.until) for s in memory.searches] == [("", ""), ("2026-03-10", "2026-03-10")]
+    assert result.stages == ["dated_search", "retrieve", "synthesize", "ground_check"]
+    prompt = model.calls[0].messages[-1].content
+    # In both lists, the dated note comes first; the plain search's first follows.
+    assert prompt.startswith("Sources:\n\n[1] Boiler (10 March 2026)\n")
+    assert "[2] Flat lease" in prompt
+    # A question that names no period runs the one plain search.
+    memory.searches.clear()
+    await o.asker.ask("me", "What did we agree about the deposit?", include_sensitive=True)
+    assert [(s.since, s.until) for s in memory.searches] == [("", "")]
+
+
 # A model this slow gets the first pass's floor (MIN_SOURCES_TOKENS, 300): two of these notes.
 SLOW = 0.5
 _WEATHER = " ".join(f"Line {n} is about the weather that week." for n in range(12))

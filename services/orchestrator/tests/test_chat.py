@@ -104,6 +104,14 @@ async def test_chat_samples_at_the_configured_temperature(tmp_path: Path) -> Non
     assert [c.options.temperature for c in model.calls] == [0.3, 0.9]
 
 
+async def test_a_message_naming_a_day_also_searches_the_notes_dated_then(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: ["The boiler [1]."]})
+    memory = FakeMemory(NOTES)
+    await collect(make_orchestrator(tmp_path, model, memory).chatter, "", "And on 10 March 2026?")
+    assert [(s.since, s.until) for s in memory.searches] == [("", ""), ("2026-03-10", "2026-03-10")]
+    assert "[1] Boiler (10 March 2026)" in model.calls[0].messages[-1].content
+
+
 async def test_an_empty_memory_is_briefed_literally(tmp_path: Path) -> None:
     model = ScriptedReasoner({CHAT: ["I have nothing yet.\n@@CITATIONS@@\n[]"]})
     await collect(make_orchestrator(tmp_path, model, FakeMemory([])).chatter, "", "hello")

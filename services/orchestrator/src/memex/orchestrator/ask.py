@@ -45,7 +45,7 @@ from memex.orchestrator.metrics import (
     timed,
 )
 from memex.orchestrator.persona import Persona, Personas
-from memex.orchestrator.pipeline import Pipeline, checked
+from memex.orchestrator.pipeline import Pipeline, checked, dated_search
 from memex.orchestrator.planner import Plan, Step
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.sources import Source
@@ -216,9 +216,12 @@ class Asker:
             with timed("plan"):
                 plan = await self._calls.plan(query, persona)
             stages.append("plan")
+        steps = plan.steps + dated_search(question, query)
+        if len(steps) > len(plan.steps):
+            stages.append("dated_search")
         # retrieve
         with timed("retrieve"):
-            fused = p.retriever.fuse(await p.retriever.run_steps(tenant, plan.steps, persona))
+            fused = p.retriever.fuse(await p.retriever.run_steps(tenant, steps, persona))
             if not fused and plan.steps != (Step("search_vault", query=query),):
                 # The plan's lookups found nothing (a records query, a filter that matches
                 # nothing): the notes may still answer the question itself.

@@ -25,7 +25,8 @@ from memex.orchestrator.conversations import ConversationStore
 from memex.orchestrator.items import Citation
 from memex.orchestrator.metrics import CHATS, DROPPED_CITATIONS, WITHHELD, timed
 from memex.orchestrator.persona import Personas
-from memex.orchestrator.pipeline import Pipeline, checked
+from memex.orchestrator.pipeline import Pipeline, checked, dated_search
+from memex.orchestrator.planner import Step
 from memex.orchestrator.policy import history_text
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
 from memex.orchestrator.text import conversation_title
@@ -123,7 +124,8 @@ class Chatter:
         try:
             # retrieve
             with timed("chat_retrieve"):
-                fused = await p.retriever.search(tenant, persona, message)
+                steps = (Step("search_vault", query=message), *dated_search(message, message))
+                fused = p.retriever.fuse(await p.retriever.run_steps(tenant, steps, persona))
             shown, withheld = p.sensitivity.split(fused, include_sensitive=include_sensitive)
             # brief: the sources, the rules, the history, the message
             history = [

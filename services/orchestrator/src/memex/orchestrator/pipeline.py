@@ -19,6 +19,7 @@ abstention rules; chat (``chat.py``) adds the history and the conversation.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -28,6 +29,7 @@ from memex.orchestrator.conversations import Message
 from memex.orchestrator.fusion import rrf
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.periods import named_period
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.planner import Step
 from memex.orchestrator.ports import Memory, ReasonerInfo, SearchSpec
@@ -89,6 +91,17 @@ class Sensitivity:
         return f"_({count} sensitive {sources} withheld from {where}.)_"
 
 
+def dated_search(question: str, query: str, today: dt.date | None = None) -> tuple[Step, ...]:
+    """A search for ``query`` held to the notes dated in the period ``question`` names, if it
+    names one ("What did I do on 19 July?"); fused with the plain search, which still finds a
+    note that mentions the day without being dated on it."""
+    period = named_period(question, today or dt.date.today())
+    if period is None:
+        return ()
+    since, until = period.iso()
+    return (Step("search_vault", query=query, since=since, until=until),)
+
+
 class Retriever:
     """Reads memory through the retrieval port, shaped by a persona (always local, no model)."""
 
@@ -110,11 +123,22 @@ class Retriever:
         )
 
     async def search(
-        self, tenant: str, persona: Persona, query: str, k: int | None = None
+        self,
+        tenant: str,
+        persona: Persona,
+        query: str,
+        k: int | None = None,
+        since: str = "",
+        until: str = "",
     ) -> list[ShownItem]:
         """Hybrid search for ``query`` over the notes and the record collections the model's
-        own searches cover, best first."""
-        spec = replace(self.spec(persona, query, k), collections=self._record_collections)
+        own searches cover, best first; only items dated in ``since``..``until`` when given."""
+        spec = replace(
+            self.spec(persona, query, k),
+            collections=self._record_collections,
+            since=since,
+            until=until,
+        )
         return await self._memory.search(tenant, spec)
 
     async def run_steps(
@@ -124,7 +148,9 @@ class Retriever:
 
         async def run(step: Step) -> list[ShownItem]:
             if step.tool == "search_vault":
-                return await self.search(tenant, persona, step.query)
+                return await self.search(
+                    tenant, persona, step.query, since=step.since, until=step.until
+                )
             if step.tool == "query_records":
                 return await self._memory.query_records(
                     tenant, step.collection, step.filters, "", persona.chunks

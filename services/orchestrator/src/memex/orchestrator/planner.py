@@ -80,6 +80,9 @@ class Step:
     collection: str = ""
     entity_id: str = ""
     filters: tuple[tuple[str, str, object], ...] = field(default_factory=tuple)
+    # A search_vault step may be held to notes dated in a window (YYYY-MM-DD, inclusive).
+    since: str = ""
+    until: str = ""
 
 
 @dataclass(frozen=True)
