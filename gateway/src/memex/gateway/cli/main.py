@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 
@@ -137,4 +138,11 @@ def main(argv: list[str] | None = None) -> None:
         print(describe_invalid(exc, StackSettings), file=sys.stderr)
         sys.exit(2)
     run: Command = args.run
-    sys.exit(run(args, settings))
+    try:
+        sys.exit(run(args, settings))
+    except BrokenPipeError:
+        # `memex search ... | head` closed the pipe: stop quietly, as other tools do. Standard
+        # output now points at /dev/null, so Python's flush at exit cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
