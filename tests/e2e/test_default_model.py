@@ -79,3 +79,26 @@ def test_the_web_chat_says_what_the_allotment_costs_with_its_source(
     expect(answer.locator(".text")).to_contain_text("£48")
     sources = answer.locator(".citation a.ref").all_inner_texts()
     assert {"[[Allotment Tenancy Agreement]]", "[[Allotment Plot 23B]]"} & set(sources), sources
+
+
+def test_a_question_naming_a_day_is_answered_from_the_note_of_that_day(
+    default_stack: dict[str, str], tmp_path: Path
+) -> None:
+    """Nothing in the question matches the daily note's words: its date does (the dated
+    search). Scored by `memex eval` with the gold named by its file, whose note has another
+    title ("Allotment open day: bring jam"): the citation's path matches it."""
+    questions = tmp_path / "dated.jsonl"
+    line = {
+        "id": "open-day",
+        "question": "What did I do on 19 July 2025?",
+        "gold": ["journal/2025-07-19 — Allotment open day.md"],
+        "facts": ["jam"],
+        "answerable": True,
+    }
+    questions.write_text(json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
+    command = [str(Path(REPO_ROOT, ".venv", "bin", "memex"))]
+    report = json.loads(memex(command, default_stack, "eval", str(questions), "--json"))
+    [row] = report["rows"]
+    assert row["gold_at"] is not None and row["gold_at"] <= 3, row  # retrieval's share
+    assert "journal/2025-07-19 — Allotment open day.md" in row["cited_paths"], row
+    assert row["ok"], row
