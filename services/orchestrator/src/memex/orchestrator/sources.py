@@ -45,6 +45,8 @@ class Source:
     item: ShownItem
     excerpt: str
     segments: tuple[Segment, ...]
+    # The note's other names that the question uses ("Who is Chi?": "Chi"), for its header.
+    also_called: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -216,27 +218,31 @@ def dateline(item: ShownItem) -> str:
 
 
 def header(source: Source) -> str:
-    """``[n] Title (date)``, with the kind of item when it is not a note and the other names a
-    note goes by (``Chioma Okafor, also called Chi or my sister``)."""
+    """``[n] Title (date)``, with the kind of item when it is not a note and the other names of
+    the note that the question uses (``Chioma Okafor, also called Chi``)."""
     item = source.item
     name = item.title or item.ref
-    if others := other_names(item):
-        name += f", also called {' or '.join(others)}"
+    if source.also_called:
+        name += f", also called {' or '.join(source.also_called)}"
     when = dateline(item)
     return f"[{source.number}] {_LABELS[item.kind]}{name}{f' ({when})' if when else ''}"
 
 
-def other_names(item: ShownItem) -> list[str]:
-    """A note's frontmatter aliases that its title does not already hold ("Chioma" adds nothing
-    to "Chioma Okafor"), at most three: the model must learn that Chi is Chioma, and a long
-    list would cost prompt tokens on every source of the note."""
+def aliases_used(item: ShownItem, question: str) -> tuple[str, ...]:
+    """The note's frontmatter aliases that ``question`` uses and its title does not hold, at
+    most three. "Who is Chi?" needs the model told that Chi is Chioma Okafor; aliases the
+    question does not use would only cost prompt tokens (and, measured, moved other answers)."""
     aliases = item.attributes.get("aliases") if item.kind == "chunk" else None
     if not isinstance(aliases, list):
-        return []
+        return ()
     title = item.title or item.ref
     names = (a.strip() for a in aliases if isinstance(a, str))
-    unseen = [a for a in dict.fromkeys(names) if a and not _holds_words(title, a)]
-    return unseen[:_MAX_ALIASES]
+    used = [
+        a
+        for a in dict.fromkeys(names)
+        if a and _holds_words(question, a) and not _holds_words(title, a)
+    ]
+    return tuple(used[:_MAX_ALIASES])
 
 
 def _holds_words(text: str, words: str) -> bool:
@@ -271,7 +277,7 @@ def select(
         if not key or key in seen:
             continue
         excerpt, parts = tighten(item.text, query, excerpt_chars)
-        source = Source(len(chosen) + 1, item, excerpt, parts)
+        source = Source(len(chosen) + 1, item, excerpt, parts, aliases_used(item, question))
         cost = _cost(source)
         if chosen and used + cost > token_budget:
             break
