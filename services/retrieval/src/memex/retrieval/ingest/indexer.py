@@ -139,14 +139,9 @@ class Indexer:
                     (file.rel, f"collection {collection!r} is not in the allowlist")
                 )
                 continue
-            text, _, reason = await asyncio.to_thread(
-                vault_io.read_text, file, self._opt.max_file_bytes * 16
-            )
+            text, _ = await _read(file, self._opt.max_file_bytes * 16, summary)
             if text is None:
-                summary.skipped.append((file.rel, reason))
                 continue
-            if reason:  # read, though not as UTF-8
-                summary.warnings.append(f"{file.rel}: {reason}")
             present.add(file.rel)
             key = f"records-file:{file.rel}"
             digest = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
@@ -257,15 +252,10 @@ class Indexer:
                         progress(done, total, prepared.note.path)
 
         for file in files:
-            text, mtime, reason = await asyncio.to_thread(
-                vault_io.read_text, file, self._opt.max_file_bytes
-            )
+            text, mtime = await _read(file, self._opt.max_file_bytes, summary)
             if text is None:
-                summary.skipped.append((file.rel, reason))
                 total -= 1
                 continue
-            if reason:  # read, though not as UTF-8
-                summary.warnings.append(f"{file.rel}: {reason}")
             if forgotten.skips(file.rel, text):  # see ingest/tombstones.py
                 summary.skipped.append((file.rel, tombstones.SKIP_REASON))
                 total -= 1
@@ -323,3 +313,16 @@ async def _settle(
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         raise
+
+
+async def _read(
+    file: vault_io.VaultFile, limit: int, summary: IndexSummary
+) -> tuple[str | None, float]:
+    """A file's text and mtime, off the event loop; None (and the reason in ``summary.skipped``)
+    when it cannot be read, and a warning when it was read though not as UTF-8."""
+    text, mtime, reason = await asyncio.to_thread(vault_io.read_text, file, limit)
+    if text is None:
+        summary.skipped.append((file.rel, reason))
+    elif reason:
+        summary.warnings.append(f"{file.rel}: {reason}")
+    return text, mtime

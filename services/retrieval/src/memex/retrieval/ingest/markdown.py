@@ -98,17 +98,20 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, int, list[str]]:
     body_offset = match.end()
     try:
         data = _load_yaml(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        warning = f"invalid YAML frontmatter{where}; read line by line"
-        return loose_frontmatter(match.group(1)), text[body_offset:], body_offset, [warning]
-    except ValueError as exc:  # valid YAML that names an impossible date: date: 2026-02-30
-        warning = f"frontmatter value YAML cannot read ({exc}); read line by line"
+    except (yaml.YAMLError, ValueError) as exc:  # ValueError: a valid but impossible date
+        warning = f"{_unreadable(exc)}; read line by line"
         return loose_frontmatter(match.group(1)), text[body_offset:], body_offset, [warning]
     if not isinstance(data, dict):
         return {}, text[body_offset:], body_offset, ["frontmatter is not a mapping; ignored"]
     return {str(k): v for k, v in data.items()}, text[body_offset:], body_offset, []
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why a frontmatter block could not be loaded, for the note's warning."""
+    if not isinstance(exc, yaml.YAMLError):  # date: 2026-02-30 is YAML, but no date
+        return f"frontmatter value YAML cannot read ({exc})"
+    mark = getattr(exc, "problem_mark", None)
+    return f"invalid YAML frontmatter{f' at line {mark.line + 2}' if mark is not None else ''}"
 
 
 def code_mask(body: str) -> list[bool]:
