@@ -34,6 +34,14 @@ TODAY = dt.date(2026, 12, 4)  # a Friday
         ("What did I do two months ago?", ("2026-10-01", "2026-10-31")),
         ("What happened 3 weeks ago?", ("2026-11-09", "2026-11-15")),
         ("Who did I meet last Tuesday?", ("2026-12-01", "2026-12-01")),
+        ("What did I eat last night?", ("2026-12-03", "2026-12-03")),
+        ("What have I been up to lately?", ("2026-11-04", "2026-12-04")),
+        # Seasons (the northern hemisphere's months) and Christmas; "winter 2025" starts in its
+        # December. In December, "last summer" is the one just gone.
+        ("What did I do last summer?", ("2026-06-01", "2026-08-31")),
+        ("What happened in the summer of 2025?", ("2025-06-01", "2025-08-31")),
+        ("How cold was winter 2025?", ("2025-12-01", "2026-02-28")),
+        ("Where were we last Christmas?", ("2025-12-24", "2025-12-26")),
     ],
 )
 def test_a_named_period_is_read_as_its_dates(question: str, window: tuple[str, str]) -> None:
@@ -50,7 +58,17 @@ def test_a_named_period_is_read_as_its_dates(question: str, window: tuple[str, s
         "Which days am I in the office? Tuesdays.",  # a habit, not a day
         "What is on 31 February?",  # no such day
         "Call 0113 496 0000",  # not a year
+        "Did I fall over the spring in the garden?",  # no season
+        "How did the fall of Rome go in the book?",
+        "By when did I want Christmas with Chi planned?",  # the Christmas to come: no window
     ],
 )
 def test_a_question_without_a_period_has_none(question: str) -> None:
     assert named_period(question, TODAY) is None
+
+
+def test_a_season_in_july_is_the_latest_begun_and_last_is_the_latest_ended() -> None:
+    july = dt.date(2026, 7, 10)
+    this, last = named_period("this summer", july), named_period("last summer", july)
+    assert this is not None and this.iso() == ("2026-06-01", "2026-08-31")
+    assert last is not None and last.iso() == ("2025-06-01", "2025-08-31")

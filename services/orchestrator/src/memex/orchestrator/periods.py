@@ -11,6 +11,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _MONTHS = {name.casefold(): n for n, name in enumerate(calendar.month_name) if name}
@@ -22,6 +23,9 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+_SEASON_MONTHS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_SEASONS = "|".join(_SEASON_MONTHS)
+_RECENT_DAYS = 30
 _MONTH_LEADS = "in|during|since|between|from|to|until|till|and|last|this|early|mid|late"
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
 # Longest forms first: a span the day-and-month form took is not read again as a month.
@@ -49,7 +53,24 @@ _PATTERNS = (
         "relative",
         re.compile(r"\b(?P<which>last|this|past) (?P<unit>week(?:end)?|month|year)\b", re.I),
     ),
-    ("named_day", re.compile(r"\b(?P<word>today|yesterday|tonight)\b", re.I)),
+    (
+        "named_day",
+        re.compile(r"\b(?P<word>today|tonight|this morning|yesterday|last night)\b", re.I),
+    ),
+    # A season or Christmas only with a year or "last"/"this"/"the": "a spring", "did I fall",
+    # and "Christmas with Chi" (the one coming) are no period.
+    (
+        "season",
+        re.compile(
+            rf"\b(?:(?P<which>last|this|the) )?(?P<season>{_SEASONS})(?:,? (?:of )?{_YEAR})?\b",
+            re.I,
+        ),
+    ),
+    (
+        "christmas",
+        re.compile(rf"\b(?:(?P<which>last) christmas|christmas,? {_YEAR})\b", re.I),
+    ),
+    ("recent", re.compile(r"\b(?:recently|lately)\b", re.I)),
     ("weekday", re.compile(rf"\b(?:last|on) {_WEEKDAY}\b(?!s)", re.I)),
     ("year", re.compile(rf"\b{_YEAR}\b")),
 )
@@ -109,14 +130,51 @@ def _read(kind: str, m: re.Match[str], today: dt.date, year: str | None) -> Peri
     if kind == "relative":
         return _relative(m["which"].casefold(), m["unit"].casefold(), today)
     if kind == "named_day":
-        day = today - dt.timedelta(days=1) if m["word"].casefold() == "yesterday" else today
+        gone = m["word"].casefold() in ("yesterday", "last night")
+        day = today - dt.timedelta(days=1 if gone else 0)
         return Period(day, day)
+    if kind == "season":
+        season, which = m["season"].casefold(), (m["which"] or "").casefold()
+        # "a spring", "the fall of Rome", "fix the spring": no season without more to say so.
+        if not m["year"] and (not which or (which == "the" and season in ("spring", "fall"))):
+            return None
+        start = _SEASON_MONTHS[season]
+        return _latest(
+            lambda y: Period(
+                dt.date(y, start, 1), _month_end(y + start // 12, (start + 1) % 12 + 1)
+            ),
+            m["year"],
+            which == "last",
+            today,
+        )
+    if kind == "christmas":
+        return _latest(
+            lambda y: Period(dt.date(y, 12, 24), dt.date(y, 12, 26)),
+            m["year"],
+            (m["which"] or "").casefold() == "last",
+            today,
+        )
+    if kind == "recent":
+        return Period(today - dt.timedelta(days=_RECENT_DAYS), today)
     if kind == "weekday":
         back = (today.weekday() - _WEEKDAYS[m["weekday"].casefold()]) % 7 or 7
         day = today - dt.timedelta(days=back)
         return Period(day, day)
     whole = int(m["year"])
     return Period(dt.date(whole, 1, 1), dt.date(whole, 12, 31))
+
+
+def _latest(
+    in_year: Callable[[int], Period], year: str | None, ended: bool, today: dt.date
+) -> Period:
+    """A yearly period: in the year named, else the latest that has begun (``ended``: that has
+    ended; in December "last summer" and "this summer" are both the one just gone)."""
+    if year:
+        return in_year(int(year))
+    period = in_year(today.year)
+    if period.since > today or (ended and period.until >= today):
+        period = in_year(today.year - 1)
+    return period
 
 
 def _day(day: int, month: int, year: str | None, today: dt.date) -> Period:
