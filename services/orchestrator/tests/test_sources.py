@@ -197,7 +197,8 @@ def test_the_briefing_says_what_day_it_is() -> None:
 
 def test_a_note_header_names_the_other_names_of_the_note_that_the_question_uses() -> None:
     # "Who is Chi?" was answered from another note: nothing in the briefing said Chioma is Chi.
-    aliases = ["Chi", "Chioma", "my sister", "Chi", "Project C"]
+    # What retrieval sends: the aliases the title does not say ("Chioma" it does).
+    aliases = ["Chi", "my sister", "Project C"]
     sister = item(1, "Paediatric nurse.", title="Chioma Okafor", attributes={"aliases": aliases})
     record = item(2, "Call her.", kind="record", title="Call Chi", attributes={"aliases": ["x"]})
 
@@ -206,7 +207,7 @@ def test_a_note_header_names_the_other_names_of_the_note_that_the_question_uses(
             select([sister, record], question, token_budget=500, excerpt_chars=400, limit=8)
         )
 
-    # Each once; "Chioma" is in the title already; "Chioma" does not hold "Chi" as a word.
+    # Whole words only: "Chioma" does not hold "Chi".
     assert "[1] Chioma Okafor, also called Chi\n" in briefed("Who is Chi? Is Chi well?")
     assert "[1] Chioma Okafor, also called Chi or my sister\n" in briefed("my sister Chi?")
     # An alias the question does not use costs tokens and tells the model nothing.

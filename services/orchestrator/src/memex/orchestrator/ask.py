@@ -216,12 +216,13 @@ class Asker:
             with timed("plan"):
                 plan = await self._calls.plan(query, persona)
             stages.append("plan")
-        steps = plan.steps + dated_search(question, query)
-        if len(steps) > len(plan.steps):
+        dated = dated_search(question, query)
+        if dated:
             stages.append("dated_search")
         # retrieve
         with timed("retrieve"):
-            fused = p.retriever.fuse(await p.retriever.run_steps(tenant, steps, persona))
+            ranked = await p.retriever.run_steps(tenant, plan.steps + dated, persona)
+            fused = p.retriever.fuse(ranked)
             if not fused and plan.steps != (Step("search_vault", query=query),):
                 # The plan's lookups found nothing (a records query, a filter that matches
                 # nothing): the notes may still answer the question itself.

@@ -21,6 +21,7 @@ from functools import cached_property
 
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import Segment, overlap_score, segments, squash, terms
+from memex.shared.aliases import holds_words
 from memex.shared.wikilinks import replace_wikilinks
 
 # The orchestrator has no tokenizer. Notes are Markdown with figures and dates, which tokenize
@@ -229,25 +230,15 @@ def header(source: Source) -> str:
 
 
 def aliases_used(item: ShownItem, question: str) -> tuple[str, ...]:
-    """The note's frontmatter aliases that ``question`` uses and its title does not hold, at
-    most three. "Who is Chi?" needs the model told that Chi is Chioma Okafor; aliases the
-    question does not use would only cost prompt tokens (and, measured, moved other answers)."""
+    """The note's other names (retrieval's ``aliases``: those its title does not say) that
+    ``question`` uses, at most three. "Who is Chi?" needs the model told that Chi is Chioma
+    Okafor; aliases the question does not use would only cost prompt tokens (and, measured,
+    moved other answers)."""
     aliases = item.attributes.get("aliases") if item.kind == "chunk" else None
     if not isinstance(aliases, list):
         return ()
-    title = item.title or item.ref
-    names = (a.strip() for a in aliases if isinstance(a, str))
-    used = [
-        a
-        for a in dict.fromkeys(names)
-        if a and _holds_words(question, a) and not _holds_words(title, a)
-    ]
+    used = [a for a in aliases if isinstance(a, str) and a and holds_words(question, a)]
     return tuple(used[:_MAX_ALIASES])
-
-
-def _holds_words(text: str, words: str) -> bool:
-    """Whether ``words`` occur in ``text`` as whole words ("Chi" is not in "Chioma Okafor")."""
-    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def render(source: Source) -> str:

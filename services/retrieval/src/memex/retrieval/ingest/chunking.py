@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memex.retrieval.ingest.markdown import code_mask, headings
-from memex.retrieval.store.base import other_names
+from memex.shared.aliases import other_names
 
 MAX_CHARS = 1600
 LEAD_CHARS = 240

@@ -51,6 +51,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from memex.shared.aliases import other_names
+
 Vector = Sequence[float] | np.ndarray[Any, Any]
 """An L2-normalised embedding (a list of floats or a 1-D float32 numpy array)."""
 
@@ -94,10 +96,9 @@ def frontmatter_aliases(frontmatter: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n))
 
 
-def other_names(title: str, aliases: Sequence[str]) -> tuple[str, ...]:
-    """The aliases a reader of ``title`` would not already see in it as whole words ("Chioma"
-    adds nothing to "Chioma Okafor"; "Chi" and "my sister" do)."""
-    return tuple(a for a in aliases if not re.search(rf"(?<!\w){re.escape(a)}(?!\w)", title, re.I))
+def shown_aliases(title: str, frontmatter: Mapping[str, Any]) -> tuple[str, ...]:
+    """The aliases a note's search results carry: those its title does not already say."""
+    return other_names(title, frontmatter_aliases(frontmatter))
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ class Note:
             sensitive=bool(self.sensitive),
             salience=float(self.salience),
             record_keys=tuple(self.record_keys),
-            aliases=frontmatter_aliases(self.frontmatter),
+            aliases=shown_aliases(self.title, self.frontmatter),
         )
 
 
@@ -188,7 +189,8 @@ class NoteMeta:
     salience: float = 0.5
     record_keys: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
-    """Frontmatter ``aliases``: "Who is Chi?" needs the briefing to say Chioma is Chi."""
+    """Frontmatter ``aliases`` the title does not already say (``other_names``): "Who is Chi?"
+    needs the briefing to say that Chioma Okafor is Chi."""
 
 
 @dataclass(frozen=True)

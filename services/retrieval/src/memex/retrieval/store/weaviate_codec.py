@@ -21,7 +21,7 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     Vector,
-    frontmatter_aliases,
+    shown_aliases,
 )
 from memex.retrieval.store.keyword_terms import indexed_text
 from memex.retrieval.store.weaviate_schema import VECTOR, day_number, uuid_of
@@ -147,17 +147,18 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 def note_meta(props: Props) -> NoteMeta:
     """A NoteMeta from a note object's properties."""
+    title = str(props.get("title") or "")
     return NoteMeta(
         id=str(props["note_id"]),
         path=str(props["path"]),
-        title=str(props.get("title") or ""),
+        title=title,
         date=str(props.get("date") or ""),
         fingerprint=str(props.get("fingerprint") or ""),
         tags=_strings(props.get("tags")),
         sensitive=bool(props.get("sensitive")),
         salience=float(props.get("salience") or 0.0),
         record_keys=_strings(props.get("record_keys")),
-        aliases=frontmatter_aliases(json.loads(props.get("frontmatter_json") or "{}")),
+        aliases=shown_aliases(title, json.loads(props.get("frontmatter_json") or "{}")),
     )
 
 

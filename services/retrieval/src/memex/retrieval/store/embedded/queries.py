@@ -23,7 +23,7 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     StoreStats,
-    frontmatter_aliases,
+    shown_aliases,
 )
 from memex.retrieval.store.embedded import keyword
 from memex.retrieval.store.embedded.schema import is_trivial, match_expression, note_filter
@@ -47,13 +47,13 @@ def _note_meta(row: Sequence[Any]) -> NoteMeta:
         sensitive=bool(row[6]),
         salience=float(row[7]),
         record_keys=tuple(json.loads(row[8])),
-        aliases=_aliases(row[9]),
+        aliases=_aliases(row[2], row[9]),
     )
 
 
-def _aliases(extracted: str | None) -> tuple[str, ...]:
-    plural, singular = json.loads(extracted) if extracted else (None, None)
-    return frontmatter_aliases({"aliases": plural if plural is not None else singular})
+def _aliases(title: str, extracted: str | None) -> tuple[str, ...]:
+    values = zip(("aliases", "alias"), json.loads(extracted) if extracted else (), strict=False)
+    return shown_aliases(title, {name: value for name, value in values if value is not None})
 
 
 def _record(row: Sequence[Any]) -> Record:
