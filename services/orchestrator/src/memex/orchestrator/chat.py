@@ -124,8 +124,11 @@ class Chatter:
         try:
             # retrieve
             with timed("chat_retrieve"):
-                steps = (Step("search_vault", query=message), *dated_search(message, message))
-                fused = p.retriever.fuse(await p.retriever.run_steps(tenant, steps, persona))
+                if dated := dated_search(message, message):
+                    steps = (Step("search_vault", query=message), *dated)  # concurrently
+                    fused = p.retriever.fuse(await p.retriever.run_steps(tenant, steps, persona))
+                else:  # one list: the telemetry keeps retrieval's own scores
+                    fused = await p.retriever.search(tenant, persona, message)
             shown, withheld = p.sensitivity.split(fused, include_sensitive=include_sensitive)
             # brief: the sources, the rules, the history, the message
             history = [
