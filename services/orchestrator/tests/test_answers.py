@@ -200,6 +200,12 @@ def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() 
         ("What does the allotment cost?", "The allotment costs £48 a year [1].", True),
         ("Who keeps the waiting list?", "Ron [2].", True),
         ("Did I pay the rent?", "Yes [1].", True),
+        (
+            "Which days am I meant to be in the office?",
+            "I am meant to be in the office on the following days: [1], [2], [3].",
+            False,
+        ),
+        ("Which days am I meant to be in the office?", "Tuesdays and Thursdays [2].", True),
     ],
 )
 def test_an_answer_that_only_restates_the_question_is_not_informative(

@@ -373,14 +373,22 @@ _YES_NO_QUESTION = re.compile(
 )
 
 
+# Words that point at the sources instead of saying what they hold: "I am in the office on the
+# following days: [1], [2], [3]" lists source numbers as its answer and says nothing.
+_POINTING = frozenset(
+    terms("following follows listed mentioned below above sources notes excerpts")
+)
+
+
 def informative(question: str, reading: Reading) -> bool:
     """Whether the answer says anything the question did not. "I studied at university [2]" to
     "What did I study at university?" only restates the question, whatever it cites; so does
-    "My blood type is A". A yes/no question may be answered by "Yes [1]"."""
+    "My blood type is A", and so does "on the following days: [1], [2]", which points at
+    sources instead of answering. A yes/no question may be answered by "Yes [1]"."""
     if _YES_NO_QUESTION.match(question):
         return True
-    asked = set(terms(question))
-    return any(term not in asked for claim in reading.claims for term in terms(claim))
+    said = set(terms(question)) | _POINTING
+    return any(term not in said for claim in reading.claims for term in terms(claim))
 
 
 def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool:
