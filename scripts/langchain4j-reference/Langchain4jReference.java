@@ -1,4 +1,5 @@
 import dev.langchain4j.model.embedding.EmbeddingModel;
+import dev.langchain4j.model.embedding.onnx.allminilml6v2q.AllMiniLmL6V2QuantizedEmbeddingModel;
 import dev.langchain4j.model.embedding.onnx.bgesmallenv15.BgeSmallEnV15EmbeddingModel;
 import dev.langchain4j.model.embedding.onnx.bgesmallenv15q.BgeSmallEnV15QuantizedEmbeddingModel;
 import java.nio.charset.StandardCharsets;
@@ -7,11 +8,23 @@ import java.nio.file.Path;
 import java.util.Base64;
 import java.util.List;
 
-/** Embeds base64-encoded lines with langchain4j's bge-small-en-v1.5 ("fp32" or "q"). */
-public class BgeReference {
+/** Embeds base64-encoded lines with langchain4j's model of a memex catalogue name. */
+public class Langchain4jReference {
+  static EmbeddingModel model(String name) {
+    switch (name) {
+      case "bge-small-en-v1.5":
+        return new BgeSmallEnV15EmbeddingModel();
+      case "bge-small-en-v1.5-q":
+        return new BgeSmallEnV15QuantizedEmbeddingModel();
+      case "all-MiniLM-L6-v2-q":
+        return new AllMiniLmL6V2QuantizedEmbeddingModel();
+      default:
+        throw new IllegalArgumentException("no langchain4j model for " + name);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
-    EmbeddingModel model =
-        args[0].equals("q") ? new BgeSmallEnV15QuantizedEmbeddingModel() : new BgeSmallEnV15EmbeddingModel();
+    EmbeddingModel model = model(args[0]);
     List<String> lines = Files.readAllLines(Path.of(args[1]));
     StringBuilder out = new StringBuilder();
     for (String line : lines) {
