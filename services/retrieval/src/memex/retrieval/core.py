@@ -97,7 +97,13 @@ class RetrievalCore:
         return name
 
     async def index(
-        self, tenant: str, vault_path: str, full: bool, progress: Progress | None
+        self,
+        tenant: str,
+        vault_path: str,
+        full: bool,
+        progress: Progress | None,
+        *,
+        replace: bool = False,
     ) -> IndexSummary:
         """One indexing run per tenant at a time."""
         lock = self._indexing.setdefault(tenant, asyncio.Lock())
@@ -106,7 +112,9 @@ class RetrievalCore:
                 f"an indexing run for tenant {tenant!r} is in progress; wait for it to finish"
             )
         async with lock:
-            return await self.indexer.run(tenant, vault_path, full=full, progress=progress)
+            return await self.indexer.run(
+                tenant, vault_path, full=full, replace=replace, progress=progress
+            )
 
     async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgetReceipt:
         """Forgets a note; not while the tenant is being indexed (the run could write it back)."""

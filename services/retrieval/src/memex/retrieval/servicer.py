@@ -33,7 +33,13 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         tenant = core.tenant(request.tenant)
         updates: asyncio.Queue[tuple[int, int, str]] = asyncio.Queue()
         run = asyncio.create_task(
-            core.index(tenant, request.vault_path, request.full, lambda *p: updates.put_nowait(p))
+            core.index(
+                tenant,
+                request.vault_path,
+                request.full,
+                lambda *p: updates.put_nowait(p),
+                replace=request.replace,
+            )
         )
         last: tuple[int, int, str] | None = None
         try:

@@ -94,12 +94,24 @@ class Indexer:
         return [list(map(float, row)) for row in vectors]
 
     async def run(
-        self, tenant: str, vault_path: str, *, full: bool = False, progress: Progress | None = None
+        self,
+        tenant: str,
+        vault_path: str,
+        *,
+        full: bool = False,
+        replace: bool = False,
+        progress: Progress | None = None,
     ) -> IndexSummary:
-        """Indexes the vault at ``vault_path`` for ``tenant``; see the module doc."""
+        """Indexes the vault at ``vault_path`` for ``tenant``; see the module doc. A tenant that
+        holds another vault's notes is refused (``vault.OtherVault``) unless ``replace``."""
         started = time.perf_counter()
         summary = IndexSummary()
         vault = vault_io.check_vault(vault_path)
+        if not replace:
+            held = await self._store.get_meta(tenant, tombstones.VAULT_META)
+            if held and held != str(vault):
+                notes = len(await self._store.note_fingerprints(tenant))
+                vault_io.check_same_vault(held, vault, notes, tenant)
         opt = self._opt
         scan = await asyncio.to_thread(
             vault_io.scan, vault, opt.include, opt.exclude, opt.records_folder
