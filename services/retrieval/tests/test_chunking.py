@@ -74,6 +74,48 @@ def test_headings_in_code_blocks_do_not_split() -> None:
     assert [c.heading for c in chunk_body(body)] == ["Real"]
 
 
+DRAWING = (
+    "N4KAkARALgngDgUwgLgAQQQDwMYEMA2AlgCYBOuA7hADTgQBuCpAzoQPYB2KqATLZMzYBXUtiRoIACyhQ4zZAHoFAc0JRJQgEYA6bGwC2CgF7N6hbEcK4"
+    * 40
+)
+
+
+def test_plugin_blocks_are_left_out_of_chunks_and_the_text_around_them_kept() -> None:
+    body = (
+        "# Projects\n\nEverything I am building this year.\n\n"
+        "```dataview\nTABLE status FROM #project SORT file.mtime DESC\n```\n\n"
+        "The boat comes first: new sails by May.\n\n"
+        "```python\nprint('sails')\n```\n\n"
+        "# Text Elements\nSail plan sketch ^a1b2\n\n%%\n# Drawing\n"
+        f"```compressed-json\n{DRAWING}\n```\n%%\n"
+    )
+
+    chunks = chunk_body(body)
+
+    text = "\n".join(c.text for c in chunks)
+    assert "TABLE status" not in text and "N4KAk" not in text
+    assert "Everything I am building" in text and "new sails by May" in text
+    assert "print('sails')" in text  # code the person wrote stays
+    assert "Sail plan sketch" in text
+    assert all(body[c.start : c.end] == c.text for c in chunks)
+
+
+def test_an_unclosed_plugin_block_runs_to_the_end_of_the_note() -> None:
+    body = "Groceries for the week.\n\n```dataviewjs\ndv.table(['a'], [])\nmore\n"
+    assert [c.text for c in chunk_body(body)] == ["Groceries for the week."]
+
+
+def test_a_heading_before_a_plugin_block_does_not_pull_it_into_a_chunk() -> None:
+    body = (
+        "# Reading\n\n## Queue\n```dataview\nLIST FROM #book\n```\n"
+        "Piranesi next, then Klara and the Sun.\n"
+    )
+    chunks = chunk_body(body)
+    assert [(c.heading, c.text) for c in chunks] == [
+        ("Reading > Queue", "Piranesi next, then Klara and the Sun.")
+    ]
+
+
 @pytest.mark.parametrize("body", ["", "   \n\n", "# Only heading"])
 def test_degenerate_bodies(body: str) -> None:
     chunks = chunk_body(body)

@@ -7,6 +7,8 @@ Part of Moving Flat."): alone it carries no fact, yet it matches every question 
 and takes a briefing's place; with the section after it, that section gains the note's
 context. A section longer than the limit is split at paragraph breaks, then sentence ends, then
 spaces; only a single "word" longer than the limit (a pasted blob) is ever cut, at the limit.
+A fenced block that a plugin reads or draws (``MACHINE_FENCES``: a Dataview query, an
+Excalidraw drawing's compressed JSON) is not text the person wrote: chunks leave it out.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from memex.shared.aliases import other_names
 
 MAX_CHARS = 1600
 LEAD_CHARS = 240
-CHUNKER_VERSION = "2"  # 2: a short opening joins the section after it
+CHUNKER_VERSION = "3"  # 2: a short opening joins the section after it; 3: machine blocks out
+# Fenced blocks whose language names a plugin's input or output rather than the person's words:
+# Dataview and Tasks queries, Obsidian's embedded searches, and the compressed drawing that every
+# Excalidraw note carries (tens of kilobytes of base64 that would be embedded as chunks).
+MACHINE_FENCES = frozenset(
+    {"dataview", "dataviewjs", "tasks", "query", "compressed-json", "excalidraw", "base"}
+)
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)")
 # A note with a long list of aliases must not push its title out of every chunk's opening.
 _MAX_ALIASES = 8
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+"))
@@ -55,6 +64,50 @@ def _sections(body: str) -> list[tuple[str, int, int]]:
     return sections
 
 
+def machine_blocks(body: str) -> list[tuple[int, int]]:
+    """(start, end) of each fenced block whose language is in ``MACHINE_FENCES``, fences
+    included; an unclosed one runs to the end of the body, as Obsidian shows it."""
+    blocks: list[tuple[int, int]] = []
+    offset = 0
+    opened: tuple[int, str, bool] | None = None  # start, fence, machine
+    for line in body.split("\n"):
+        end = offset + len(line) + 1
+        if opened is None:
+            fence = _FENCE_OPEN.match(line)
+            if fence:
+                opened = (offset, fence.group(1), fence.group(2).lower() in MACHINE_FENCES)
+        elif line.strip().startswith(opened[1]) and not line.strip().strip(opened[1][0]):
+            if opened[2]:
+                blocks.append((opened[0], min(end, len(body))))
+            opened = None
+        offset = end
+    if opened is not None and opened[2]:
+        blocks.append((opened[0], len(body)))
+    return blocks
+
+
+def _outside(
+    sections: list[tuple[str, int, int]], blocks: list[tuple[int, int]]
+) -> list[tuple[str, int, int]]:
+    """The sections with the machine blocks cut out: a section a block splits becomes two
+    spans under the same heading."""
+    spans: list[tuple[str, int, int]] = []
+    for heading, start, end in sections:
+        for block_start, block_end in blocks:
+            if block_end <= start or block_start >= end:
+                continue
+            if block_start > start:
+                spans.append((heading, start, block_start))
+            start = max(start, block_end)
+        if start < end:
+            spans.append((heading, start, end))
+    return spans
+
+
+def _only_headings(text: str) -> bool:
+    return all(headings(line) is not None for line in text.splitlines() if line.strip())
+
+
 def _split(body: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
     """Spans covering body[start:end], each at most ``limit`` characters, cut at the coarsest
     break that fits. A loop, not recursion: a pasted transcript of a few megabytes is one
@@ -86,17 +139,27 @@ def _trim(body: str, start: int, end: int) -> tuple[int, int]:
 def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
     """Splits a note body into chunks (see the module doc)."""
     chunks: list[TextChunk] = []
-    pending: tuple[str, int] | None = None  # a heading-only section waiting for content
+    pending: tuple[str, int, int] | None = None  # a heading-only section waiting for content
     opening = True  # no section with content seen yet
-    for heading, start, end in _sections(body):
+    blocks = machine_blocks(body)
+    for heading, start, end in _outside(_sections(body), blocks):
         s, e = _trim(body, start, end)
         if s == e:
             continue
+        if pending is not None and any(pending[2] <= a and b <= s for a, b in blocks):
+            # A machine block lies between: joining would put it in the chunk. A short opening
+            # stands alone; headings alone are dropped (the next span keeps them in its path).
+            held_heading, held_start, held_end = pending
+            if not _only_headings(body[held_start:held_end]):
+                chunks.append(
+                    TextChunk(body[held_start:held_end], held_heading, held_start, held_end)
+                )
+            pending = None
         first_line_end = body.find("\n", s, e)
         only_heading = first_line_end == -1 and headings(body[s:e]) is not None
         opened = pending[1] if pending else s
         if only_heading or (opening and e - s < LEAD_CHARS):
-            pending = (heading, opened)
+            pending = (heading, opened, e)
             opening = opening and only_heading  # only the first section with content joins on
             continue
         opening = False
@@ -117,8 +180,7 @@ def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
                 merged.append((a, b))
         chunks += [TextChunk(body[a:b], heading, a, b) for a, b in merged]
     if pending is not None:
-        heading, s = pending
-        _, e = _trim(body, s, len(body))
+        heading, s, e = pending
         chunks.append(TextChunk(body[s:e], heading, s, e))
     return chunks
 
