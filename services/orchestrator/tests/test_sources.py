@@ -14,6 +14,7 @@ from memex.orchestrator.sources import (
     dateline,
     estimate_tokens,
     leading,
+    plain,
     render_all,
     select,
     spoken_date,
@@ -93,6 +94,18 @@ def test_every_sentence_that_matches_as_well_as_the_best_is_kept_with_its_table_
     assert "|\n…\n|" in excerpt  # the rows left out are marked, on a line of their own
     assert len(excerpt) <= 204
     assert all(p.text == text[p.start : p.end] for p in parts)
+
+
+def test_obsidian_marks_a_reader_never_sees_are_left_out_of_the_excerpt() -> None:
+    text = (
+        "> [!info]- Rent\n> £48 a year, due 1 January. ^rent-2026\n\n"
+        "New sails by May. Then the mooring. ^q3\n"
+        "Price [!] list stays, and so does x^2."
+    )
+    assert plain(text) == (
+        "> Rent\n> £48 a year, due 1 January.\n\nNew sails by May. Then the mooring.\n"
+        "Price [!] list stays, and so does x^2."
+    )
 
 
 def test_a_short_chunk_is_shown_whole_and_repeats_are_skipped() -> None:

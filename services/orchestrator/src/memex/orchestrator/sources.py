@@ -63,18 +63,24 @@ class Source:
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _TABLE_RULE = re.compile(r"\s*\|?(?:\s*:?-{3,}:?\s*\|?)+\s*")
 _HEADING = re.compile(r"\s*#{1,6}\s+(.*?)\s*#*\s*")
+# Obsidian's marks that a reader never sees as written: a callout's type ("> [!note]- Rent"
+# shows a box titled "Rent") and a block id at a line's end ("... by May. ^sails-q3"). A
+# %%comment%% stays: hidden in reading view, but the person's own words.
+_CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[![\w-]+\][+-]?[ \t]*")
+_BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$")
 
 
 def plain(text: str, title: str = "") -> str:
     """Markdown reduced to what a reader sees, for the model's prompt: wikilinks as their words
     (the alias when there is one), no bold marks, no table rules, no heading that repeats the
-    title the source's header already gives. It saves prompt tokens on a CPU, and keeps a small
-    model from copying ``[[links]]`` into its answer as if they were citations. Quotes and
-    grading still use the note's own text."""
+    title the source's header already gives, no callout types or block ids. It saves prompt
+    tokens on a CPU, and keeps a small model from copying ``[[links]]`` into its answer as if
+    they were citations. Quotes and grading still use the note's own text."""
     text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
     text = _EMPHASIS.sub(r"\2", text)
     kept: list[str] = []
     for line in text.splitlines():
+        line = _BLOCK_ID.sub("", _CALLOUT.sub(r"\1", line))
         heading = _HEADING.fullmatch(line)
         if _TABLE_RULE.fullmatch(line) or (
             heading and title and heading.group(1).casefold() == title.casefold()
