@@ -208,6 +208,40 @@ def test_a_note_without_a_date_takes_its_file_name_date_then_its_file_time() -> 
     assert warning == "frontmatter date 'soon' is not a date; used the file name's date"
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("2025/07/19 Open day", "2025-07-19"),
+        ("2025_07_19", "2025-07-19"),
+        ("2025.7.9", "2025-07-09"),
+        ("19 July 2025", "2025-07-19"),
+        ("19th Jul 2025 — jam", "2025-07-19"),
+        ("July 19th, 2025", "2025-07-19"),
+        ("Saturday, July 19, 2025", "2025-07-19"),
+        ("Sat 19 July 2025", "2025-07-19"),
+        ("Sept. 3, 2024", "2024-09-03"),
+        # Not dates: day and month order unknown, a number, no year, no such day, not a month.
+        ("05/07/2025", "2026-12-02"),
+        ("20250719", "2026-12-02"),
+        ("July 19", "2026-12-02"),
+        ("31 June 2025", "2026-12-02"),
+        ("12 Angry Men 1957", "2026-12-02"),
+        ("March 2025 budget", "2026-12-02"),
+    ],
+)
+def test_a_daily_note_name_is_read_as_people_write_dates(name: str, expected: str) -> None:
+    noon = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC).timestamp()
+    assert note_date({}, noon, name) == (expected, None)
+
+
+def test_frontmatter_dates_in_written_forms_and_other_keys() -> None:
+    noon = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC).timestamp()
+    assert note_date({"date": "19 July 2025"}, noon) == ("2025-07-19", None)
+    assert note_date({"created": "2025/07/19 10:22"}, noon) == ("2025-07-19", None)
+    assert note_date({"date created": "Saturday, July 19th 2025"}, noon) == ("2025-07-19", None)
+    assert note_date({"created_at": dt.date(2025, 7, 19)}, noon) == ("2025-07-19", None)
+
+
 def test_entity_matcher_whole_words_case_insensitive() -> None:
     match = EntityMatcher({"alice": ["Alice Smith", "Ali"], "bob": ["Bob"]})
     assert match("met alice smith and BOB") == ("alice", "bob")

@@ -15,7 +15,7 @@ from memex.shared.wikilinks import find_wikilinks
 # Part of every note's fingerprint: a change to what a note's text is read to mean (its title,
 # date, sensitivity) must reach notes already indexed. 2: broken frontmatter is read line by
 # line, and a daily note's file name gives its date.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"  # 3: dates written "2025/07/19", "19 July 2025", "July 19th, 2025"
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
@@ -25,7 +25,41 @@ _TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.M | re.UNICODE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _LOOSE_KEY = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*))?$")
 _LOOSE_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*)$")
-_DATED_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})(?!\d)")
+# Dates as notes and daily-note names write them. All-digit forms only with the year first
+# (2025-07-19, 2025_07_19, 2025.07.19, 2025/07/19): 05/07/2025 is May or July depending on who
+# wrote it, and 20250719 may be any number.
+_NUMERIC_DATE = re.compile(r"(\d{4})([-_./])(\d{1,2})\2(\d{1,2})(?!\d)")
+_WEEKDAY = r"(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?,?\s+)?"
+_DAY_MONTH_YEAR = re.compile(
+    _WEEKDAY + r"(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)\.?,?\s+(\d{4})(?!\d)", re.I
+)
+_MONTH_DAY_YEAR = re.compile(
+    _WEEKDAY + r"([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})(?!\d)", re.I
+)
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            "january jan",
+            "february feb",
+            "march mar",
+            "april apr",
+            "may",
+            "june jun",
+            "july jul",
+            "august aug",
+            "september sep sept",
+            "october oct",
+            "november nov",
+            "december dec",
+        ),
+        start=1,
+    )
+    for name in names.split()
+}
+# Frontmatter keys that hold when a note was written, most specific first ("date created" is
+# the Linter plugin's).
+DATE_KEYS = ("date", "created", "date created", "created_at", "creation date", "creation_date")
 
 
 class _FrontmatterLoader(yaml.SafeLoader):
@@ -184,34 +218,48 @@ def parse_note(text: str) -> ParsedNote:
     )
 
 
-def _name_date(name: str) -> str | None:
-    """The date a file name starts with, as daily notes are named ("2025-07-19 — Open day")."""
-    found = _DATED_NAME.match(name)
-    if not found:
-        return None
+def written_date(text: str) -> dt.date | None:
+    """The date ``text`` starts with, in a form people write: ``2025-07-19`` (also with ``/``,
+    ``.`` or ``_``), ``19 July 2025``, ``July 19th, 2025``, ``Saturday, 19 Jul 2025``; None when
+    it starts with none, or the date does not exist."""
+    text = text.strip()
     try:
-        return dt.date.fromisoformat(found.group(1)).isoformat()
+        if found := _NUMERIC_DATE.match(text):
+            return dt.date(int(found[1]), int(found[3]), int(found[4]))
+        if (found := _DAY_MONTH_YEAR.match(text)) and found[2].lower() in _MONTHS:
+            return dt.date(int(found[3]), _MONTHS[found[2].lower()], int(found[1]))
+        if (found := _MONTH_DAY_YEAR.match(text)) and found[1].lower() in _MONTHS:
+            return dt.date(int(found[3]), _MONTHS[found[1].lower()], int(found[2]))
     except ValueError:
         return None
+    return None
+
+
+def _name_date(name: str) -> str | None:
+    """The date a file name starts with, as daily notes are named ("2025-07-19 — Open day",
+    "July 19th, 2025")."""
+    day = written_date(name)
+    return day.isoformat() if day else None
 
 
 def note_date(frontmatter: dict[str, Any], mtime: float, name: str = "") -> tuple[str, str | None]:
-    """(YYYY-MM-DD, warning): frontmatter ``date`` (or ``created``), else the date the file
-    ``name`` starts with (a daily note), else the file time."""
+    """(YYYY-MM-DD, warning): frontmatter ``date`` (or ``created``, ``DATE_KEYS``), else the
+    date the file ``name`` starts with (a daily note), else the file time (which a copied or
+    synced vault may have lost)."""
     named = _name_date(name)
     fallback = named or dt.datetime.fromtimestamp(mtime, dt.UTC).date().isoformat()
-    for key in ("date", "created"):
+    for key in DATE_KEYS:
         value = frontmatter.get(key)
         if isinstance(value, dt.datetime):
             return value.date().isoformat(), None
         if isinstance(value, dt.date):
             return value.isoformat(), None
         if isinstance(value, str) and value.strip():
-            try:
-                return dt.date.fromisoformat(value.strip()[:10]).isoformat(), None
-            except ValueError:
-                source = "the file name's date" if named else "the file time"
-                return fallback, f"frontmatter {key} {value!r} is not a date; used {source}"
+            day = written_date(value)
+            if day:
+                return day.isoformat(), None
+            source = "the file name's date" if named else "the file time"
+            return fallback, f"frontmatter {key} {value!r} is not a date; used {source}"
     return fallback, None
 
 
