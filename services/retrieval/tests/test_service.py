@@ -17,13 +17,11 @@ if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 
 
-async def index(
-    stub: Stub, vault: Path, full: bool = False, replace: bool = False
-) -> retrieval_pb2.IndexSummary:
+async def index(stub: Stub, vault: Path, full: bool = False) -> retrieval_pb2.IndexSummary:
     """Runs IndexVault to the end and returns its summary."""
     last = None
     async for message in stub.IndexVault(
-        retrieval_pb2.IndexVaultRequest(vault_path=str(vault), full=full, replace=replace)
+        retrieval_pb2.IndexVaultRequest(vault_path=str(vault), full=full)
     ):
         last = message
     assert last is not None
@@ -52,7 +50,7 @@ async def test_index_summary_and_skips(retrieval: Stub, vault: Path) -> None:
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 6, 0)
 
 
-async def test_indexing_another_vault_is_refused_until_replace_says_so(
+async def test_indexing_another_vault_takes_its_place_and_says_so(
     retrieval: Stub, tmp_path: Path
 ) -> None:
     notes, work = tmp_path / "notes", tmp_path / "work"
@@ -60,16 +58,13 @@ async def test_indexing_another_vault_is_refused_until_replace_says_so(
     write(work, "Kiln.md", "The kiln fires at 1,240 C.\n")
     assert (await index(retrieval, notes)).added == 1
 
-    with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await index(retrieval, work)
+    replaced = await index(retrieval, work)
 
-    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    details = refused.value.details() or ""
-    assert f"holds 1 notes of the vault {notes.resolve()}" in details
-    assert "--replace" in details and "--tenant" in details
-    assert [i.citation for i in await search(retrieval, "canal boat")][:1] == ["[[Boat]]"]
-    replaced = await index(retrieval, work, replace=True)
     assert (replaced.added, replaced.removed) == (1, 1)
+    assert replaced.warnings == [
+        f"this memory held the vault {notes}; its 1 notes that {work} does "
+        "not have were removed. To keep two vaults, index each as its own tenant (--tenant NAME)"
+    ]
     assert [i.citation for i in await search(retrieval, "canal boat kiln")] == ["[[Kiln]]"]
 
 
@@ -81,6 +76,7 @@ async def test_a_moved_vault_is_indexed_from_its_new_place(retrieval: Stub, tmp_
     moved = await index(retrieval, tmp_path / "moved")
 
     assert (moved.added, moved.removed, moved.unchanged) == (0, 0, 1)
+    assert moved.warnings == []
 
 
 async def test_a_note_that_cannot_be_read_is_skipped_and_the_rest_indexed(

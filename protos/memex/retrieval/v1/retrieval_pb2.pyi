@@ -245,28 +245,21 @@ class IndexVaultRequest(_message.Message):
     TENANT_FIELD_NUMBER: _builtins.int
     VAULT_PATH_FIELD_NUMBER: _builtins.int
     FULL_FIELD_NUMBER: _builtins.int
-    REPLACE_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     vault_path: _builtins.str
     """Absolute path of the vault folder on the retrieval service's machine."""
     full: _builtins.bool
     """Re-embed every note even if unchanged."""
-    replace: _builtins.bool
-    """Index this vault in place of the other vault the tenant holds, removing that vault's notes
-    and record files. Without it, such a run fails with FAILED_PRECONDITION and changes nothing.
-    Not needed when the earlier vault's folder no longer exists (a vault moved or renamed).
-    """
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         vault_path: _builtins.str = ...,
         full: _builtins.bool = ...,
-        replace: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["full", b"full", "replace", b"replace", "tenant", b"tenant", "vault_path", b"vault_path"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["full", b"full", "tenant", b"tenant", "vault_path", b"vault_path"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -26,11 +26,6 @@ def add_parsers(commands: Any) -> None:
     index = commands.add_parser("index", help="index a vault folder (incremental)")
     index.add_argument("path", help="the vault folder")
     index.add_argument("--full", action="store_true", help="re-embed every note")
-    index.add_argument(
-        "--replace",
-        action="store_true",
-        help="index this folder in place of the other vault the memory holds (its notes go)",
-    )
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
     index.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
     index.set_defaults(run=index_command)
@@ -66,7 +61,7 @@ def index_command(args: argparse.Namespace, settings: StackSettings) -> int:
     async def body(stub: retrieval_pb2_grpc.RetrievalServiceStub) -> retrieval_pb2.IndexSummary:
         summary = retrieval_pb2.IndexSummary()
         request = retrieval_pb2.IndexVaultRequest(
-            tenant=args.tenant, vault_path=str(path), full=args.full, replace=args.replace
+            tenant=args.tenant, vault_path=str(path), full=args.full
         )
         # An async stream on an aio channel, with its own deadline: a big vault is hours of
         # embedding on a laptop (Ctrl-C stops it; what was indexed stays).

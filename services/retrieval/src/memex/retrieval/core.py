@@ -97,13 +97,7 @@ class RetrievalCore:
         return name
 
     async def index(
-        self,
-        tenant: str,
-        vault_path: str,
-        full: bool,
-        progress: Progress | None,
-        *,
-        replace: bool = False,
+        self, tenant: str, vault_path: str, full: bool, progress: Progress | None
     ) -> IndexSummary:
         """One indexing run per tenant at a time."""
         lock = self._indexing.setdefault(tenant, asyncio.Lock())
@@ -112,9 +106,7 @@ class RetrievalCore:
                 f"an indexing run for tenant {tenant!r} is in progress; wait for it to finish"
             )
         async with lock:
-            return await self.indexer.run(
-                tenant, vault_path, full=full, replace=replace, progress=progress
-            )
+            return await self.indexer.run(tenant, vault_path, full=full, progress=progress)
 
     async def forget_note(self, tenant: str, note: str, dry_run: bool) -> ForgetReceipt:
         """Forgets a note; not while the tenant is being indexed (the run could write it back)."""

@@ -33,13 +33,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         tenant = core.tenant(request.tenant)
         updates: asyncio.Queue[tuple[int, int, str]] = asyncio.Queue()
         run = asyncio.create_task(
-            core.index(
-                tenant,
-                request.vault_path,
-                request.full,
-                lambda *p: updates.put_nowait(p),
-                replace=request.replace,
-            )
+            core.index(tenant, request.vault_path, request.full, lambda *p: updates.put_nowait(p))
         )
         last: tuple[int, int, str] | None = None
         try:

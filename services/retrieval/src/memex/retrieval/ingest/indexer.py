@@ -94,29 +94,18 @@ class Indexer:
         return [list(map(float, row)) for row in vectors]
 
     async def run(
-        self,
-        tenant: str,
-        vault_path: str,
-        *,
-        full: bool = False,
-        replace: bool = False,
-        progress: Progress | None = None,
+        self, tenant: str, vault_path: str, *, full: bool = False, progress: Progress | None = None
     ) -> IndexSummary:
-        """Indexes the vault at ``vault_path`` for ``tenant``; see the module doc. A tenant that
-        holds another vault's notes is refused (``vault.OtherVault``) unless ``replace``."""
+        """Indexes the vault at ``vault_path`` for ``tenant``; see the module doc."""
         started = time.perf_counter()
         summary = IndexSummary()
         vault = vault_io.check_vault(vault_path)
-        if not replace:
-            held = await self._store.get_meta(tenant, tombstones.VAULT_META)
-            if held and held != str(vault):
-                notes = len(await self._store.note_fingerprints(tenant))
-                vault_io.check_same_vault(held, vault, notes, tenant)
         opt = self._opt
         scan = await asyncio.to_thread(
             vault_io.scan, vault, opt.include, opt.exclude, opt.records_folder
         )
         summary.skipped += [(s.rel, s.reason) for s in scan.skipped]
+        held = await self._store.get_meta(tenant, tombstones.VAULT_META)
         # Remembered so a forget can say whether the note's file is still in the vault.
         await self._store.set_meta(tenant, tombstones.VAULT_META, str(vault))
         model = self._embedder.model_id
@@ -129,6 +118,8 @@ class Indexer:
         matcher = await self.entity_matcher(tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
         await self.refresh_mentions(tenant, matcher)
+        if held and held != str(vault) and summary.removed:
+            summary.warnings.append(other_vault_warning(held, str(vault), summary.removed))
         # Only now is every vector of this model: searches refused until here (check_model).
         await self._store.set_meta(tenant, MODEL_META, model)
         summary.seconds = time.perf_counter() - started
@@ -309,6 +300,17 @@ class Indexer:
         gone = [note_id for path, (note_id, _) in stored.items() if path not in kept]
         if gone:
             summary.removed += await self._store.delete_notes(tenant, gone)
+
+
+def other_vault_warning(held: str, vault: str, removed: int) -> str:
+    """What a run says when it took the place of another vault: a memory holds one vault (per
+    tenant), and a run removes the notes its folder does not have. That is what "try the demo,
+    then index my notes" wants; two vaults a person means to keep need a tenant each. A vault
+    moved or renamed keeps its notes' relative paths, removes nothing and says nothing."""
+    return (
+        f"this memory held the vault {held}; its {removed} notes that {vault} does not have "
+        "were removed. To keep two vaults, index each as its own tenant (--tenant NAME)"
+    )
 
 
 async def _settle(

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memex.shared.errors import FailedPrecondition, InvalidArgument
+from memex.shared.errors import InvalidArgument
 
 
 @dataclass(frozen=True)
@@ -56,28 +56,6 @@ def check_vault(path: str) -> Path:
     if not os.access(vault, os.R_OK | os.X_OK):
         raise InvalidArgument(f"vault path {path} is not readable")
     return vault.resolve()
-
-
-class OtherVault(FailedPrecondition):
-    """Indexing a vault in place of the one the tenant holds, without ``replace``."""
-
-    def __init__(self, tenant: str, held: str, vault: Path, notes: int) -> None:
-        who = f"tenant {tenant!r}" if tenant else "this memory"
-        super().__init__(
-            f"{who} holds {notes} notes of the vault {held}; indexing {vault} would remove "
-            f"them. Index {held} again to update it, index {vault} as another tenant "
-            "(`memex index --tenant NAME`), or replace the vault (`memex index --replace`)"
-        )
-
-
-def check_same_vault(held: str | None, vault: Path, notes: int, tenant: str) -> None:
-    """Refuses to index ``vault`` over the ``notes`` of another vault the tenant holds
-    (``held``, the folder of its last run): an indexing run removes every note the vault it
-    reads does not have, so ``memex index ~/other`` would silently empty a memory. A held folder
-    that no longer exists is a vault that was moved or renamed, and is indexed from its new
-    place."""
-    if held and notes and held != str(vault) and Path(held).is_dir():
-        raise OtherVault(tenant, held, vault, notes)
 
 
 def _matches(rel: str, patterns: list[str]) -> bool:
