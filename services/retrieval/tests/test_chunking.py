@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
 from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
 from memex.retrieval.ingest.markdown import note_date, parse_note, split_frontmatter
 from memex.retrieval.ingest.notes import EntityMatcher
+from memex.retrieval.testing import write
 
 
 def test_sections_carry_heading_paths_and_offsets() -> None:
@@ -262,3 +264,34 @@ def test_a_note_that_is_not_utf8_is_read_as_obsidian_shows_it() -> None:
     text, how = decode("naïve ".encode() + b"\xff" + " £5".encode())
     assert text == "naïve \ufffd £5"
     assert how == "invalid UTF-8 at byte 7; bad bytes shown as \ufffd"
+
+
+def test_obsidian_templates_are_not_notes(tmp_path: Path) -> None:
+    from memex.retrieval.ingest.vault import scan
+
+    write(tmp_path, ".obsidian/templates.json", '{"folder": "Meta/Templates/"}')
+    write(tmp_path, ".obsidian/plugins/templater-obsidian/data.json", '{"templates_folder": "Tpl"}')
+    write(tmp_path, ".obsidian/daily-notes.json", '{"folder": "Daily", "template": "Daily/Plan"}')
+    write(tmp_path, "Meta/Templates/Meeting.md", "# {{title}}\nAttendees:\n")
+    write(tmp_path, "Meta/Home.md", "Start here.\n")
+    write(tmp_path, "Tpl/Weekly.md", "<% tp.date.now() %>\n")
+    write(tmp_path, "Daily/Plan.md", "## Tasks\n")
+    write(tmp_path, "Daily/2025-07-19.md", "Jam at the open day.\n")
+
+    found = scan(tmp_path, ["*.md"], [], "records")
+
+    assert sorted(f.rel for f in found.notes) == ["Daily/2025-07-19.md", "Meta/Home.md"]
+    assert {s.rel: s.reason for s in found.skipped} == {
+        "Meta/Templates": "an Obsidian template (.obsidian/templates.json)",
+        "Tpl": "an Obsidian template (.obsidian/plugins/templater-obsidian/data.json)",
+        "Daily/Plan.md": "an Obsidian template (.obsidian/daily-notes.json)",
+    }
+
+
+def test_broken_or_root_template_settings_name_nothing(tmp_path: Path) -> None:
+    from memex.retrieval.ingest.vault import templates
+
+    write(tmp_path, ".obsidian/templates.json", '{"folder": "/"}')
+    write(tmp_path, ".obsidian/daily-notes.json", "{not json")
+    write(tmp_path, ".obsidian/plugins/templater-obsidian/data.json", '["a list"]')
+    assert templates(tmp_path) == {}

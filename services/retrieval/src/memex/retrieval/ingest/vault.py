@@ -1,13 +1,17 @@
 """Finding a vault's notes and record files, and reading them safely.
 
 Hidden folders and files (``.obsidian``, ``.trash``, ``.git``) are never entered; anything that is
-not Markdown (attachments) is not a note. Symlinks are followed once, with loops detected by the
-real path. Unreadable, binary, huge or non-UTF-8 files are skipped with a reason, never raised.
+not Markdown (attachments) is not a note, and neither is a template: the folders Obsidian's
+Templates and Templater plugins keep them in, and the daily-note template, as the vault's own
+``.obsidian`` settings name them (``templates``). Symlinks are followed once, with loops
+detected by the real path. Unreadable, binary, huge or non-UTF-8 files are skipped with a reason,
+never raised.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -58,6 +62,33 @@ def check_vault(path: str) -> Path:
     return vault.resolve()
 
 
+# Where Obsidian's plugins keep the vault's templates: (settings file, key, what it names).
+_TEMPLATE_SETTINGS = (
+    (".obsidian/templates.json", "folder", "folder"),
+    (".obsidian/plugins/templater-obsidian/data.json", "templates_folder", "folder"),
+    (".obsidian/daily-notes.json", "template", "file"),
+)
+
+
+def templates(vault: Path) -> dict[str, str]:
+    """Vault-relative paths of template folders and files (a file with ``.md``), each with the
+    reason it is not a note, from the vault's Obsidian settings. Missing or unreadable settings
+    name nothing; a setting naming the vault's root is ignored."""
+    found: dict[str, str] = {}
+    for settings, key, kind in _TEMPLATE_SETTINGS:
+        try:
+            value = json.loads((vault / settings).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        rel = value.strip().strip("/") if isinstance(value, str) else ""
+        if not rel or rel.startswith("."):
+            continue
+        if kind == "file" and not rel.endswith(".md"):
+            rel += ".md"
+        found[rel] = f"an Obsidian template ({settings})"
+    return found
+
+
 def _matches(rel: str, patterns: list[str]) -> bool:
     """fnmatch on the vault-relative path; ``*`` crosses folders (``*.md``, ``drafts/*``)."""
     return any(fnmatch.fnmatch(rel, p) for p in patterns)
@@ -68,6 +99,7 @@ def scan(vault: Path, include: list[str], exclude: list[str], records_folder: st
     in the records folder."""
     result = Scan([], [], [])
     seen: set[str] = set()
+    not_notes = templates(vault)
 
     def walk(folder: Path, rel_folder: str) -> None:
         real = os.path.realpath(folder)
@@ -84,6 +116,9 @@ def scan(vault: Path, include: list[str], exclude: list[str], records_folder: st
             if entry.name.startswith("."):
                 continue
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            if rel in not_notes:
+                result.skipped.append(Skipped(rel, not_notes[rel]))
+                continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
                 is_file = entry.is_file(follow_symlinks=True)
