@@ -108,6 +108,18 @@ def test_obsidian_marks_a_reader_never_sees_are_left_out_of_the_excerpt() -> Non
     )
 
 
+def test_a_task_box_is_shown_in_words() -> None:
+    text = (
+        "- [x] Council tax: Band B.\n- [ ] Register to vote.\n  * [/] Shelves [2 of 3]\n"
+        "1. [-] Blind\n- [>] Paint\n- [?] odd box stays\n[ ] not a list item"
+    )
+    assert plain(text) == (
+        "- (done) Council tax: Band B.\n- (to do) Register to vote.\n"
+        "  * (in progress) Shelves [2 of 3]\n1. (cancelled) Blind\n- (deferred) Paint\n"
+        "- [?] odd box stays\n[ ] not a list item"
+    )
+
+
 def test_a_short_chunk_is_shown_whole_and_repeats_are_skipped() -> None:
     items = [item(1, "Short note."), item(2, "Short   note."), item(3, "Another.")]
     sources = select(items, "note", token_budget=1000, excerpt_chars=700, limit=8)

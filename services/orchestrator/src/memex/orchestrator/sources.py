@@ -68,12 +68,24 @@ _HEADING = re.compile(r"\s*#{1,6}\s+(.*?)\s*#*\s*")
 # %%comment%% stays: hidden in reading view, but the person's own words.
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[![\w-]+\][+-]?[ \t]*")
 _BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$")
+# A task's box as Obsidian (and its Tasks plugin) shows it, in words a small model reads: "[ ]"
+# and "[x]" look like the source numbers it is asked to write.
+_TASK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[([ xX/>-])\]\s+")
+_TASK_STATES = {
+    " ": "to do",
+    "x": "done",
+    "X": "done",
+    "/": "in progress",
+    "-": "cancelled",
+    ">": "deferred",
+}
 
 
 def plain(text: str, title: str = "") -> str:
     """Markdown reduced to what a reader sees, for the model's prompt: wikilinks as their words
     (the alias when there is one), no bold marks, no table rules, no heading that repeats the
-    title the source's header already gives, no callout types or block ids. It saves prompt
+    title the source's header already gives, no callout types or block ids, a task's box in words
+    ("- (done) Council tax: Band B"). It saves prompt
     tokens on a CPU, and keeps a small model from copying ``[[links]]`` into its answer as if
     they were citations. Quotes and grading still use the note's own text."""
     text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
@@ -81,6 +93,7 @@ def plain(text: str, title: str = "") -> str:
     kept: list[str] = []
     for line in text.splitlines():
         line = _BLOCK_ID.sub("", _CALLOUT.sub(r"\1", line))
+        line = _TASK.sub(lambda task: f"{task[1]}({_TASK_STATES[task[2]]}) ", line)
         heading = _HEADING.fullmatch(line)
         if _TABLE_RULE.fullmatch(line) or (
             heading and title and heading.group(1).casefold() == title.casefold()
