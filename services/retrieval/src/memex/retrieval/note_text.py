@@ -20,8 +20,9 @@ class NoteText:
 
 def assemble(chunks: Sequence[ChunkView]) -> str:
     """The note body from its chunks in order. Each chunk is ``body[start:end]``, so chunks are
-    placed at their offsets: a gap the chunker skipped (whitespace only) becomes newlines of the
-    same length and an overlap is not repeated, which keeps every chunk's offsets valid."""
+    placed at their offsets: a gap the chunker skipped (whitespace, or a plugin's block such as a
+    Dataview query, ``chunking.MACHINE_FENCES``) becomes newlines of the same length and an
+    overlap is not repeated, which keeps every chunk's offsets valid."""
     out: list[str] = []
     length = 0
     for chunk in sorted(chunks, key=lambda c: (c.start, c.ordinal)):
