@@ -14,20 +14,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-_MONTHS = {name.casefold(): n for n, name in enumerate(calendar.month_name) if name}
-_MONTHS |= {name.casefold(): n for n, name in enumerate(calendar.month_abbr) if name}
-_MONTHS["sept"] = 9
-_WEEKDAYS = {name.casefold(): n for n, name in enumerate(calendar.day_name)}
+from memex.shared.dates import MONTHS, WEEKDAYS
+
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _SEASON_MONTHS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 _SEASONS = "|".join(_SEASON_MONTHS)
 _RECENT_DAYS = 30
 _MONTH_LEADS = "in|during|since|between|from|to|until|till|and|last|this|early|mid|late"
-_WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+_WEEKDAY = r"(?P<weekday>" + "|".join(WEEKDAYS) + r")"
 # Longest forms first: a span the day-and-month form took is not read again as a month.
 _PATTERNS = (
     ("iso", re.compile(r"\b(?P<year>\d{4})-(?P<month>\d\d)-(?P<day>\d\d)\b")),
@@ -116,11 +114,11 @@ def _read(kind: str, m: re.Match[str], today: dt.date, year: str | None) -> Peri
             day = dt.date(int(m["year"]), int(m["month"]), int(m["day"]))
             return Period(day, day)
         if kind == "day":
-            return _day(int(m["day"]), _MONTHS[m["month"].casefold()], m["year"] or year, today)
+            return _day(int(m["day"]), MONTHS[m["month"].casefold()], m["year"] or year, today)
         if kind == "month":
             if m["month"] in ("may", "march"):  # "and may", "to march": verbs, unless capitalised
                 return None
-            month = _MONTHS[m["month"].casefold()]
+            month = MONTHS[m["month"].casefold()]
             return _month(month, m.groupdict().get("year") or year, today)
     except ValueError:  # 31 February, month 13
         return None
@@ -157,7 +155,7 @@ def _read(kind: str, m: re.Match[str], today: dt.date, year: str | None) -> Peri
     if kind == "recent":
         return Period(today - dt.timedelta(days=_RECENT_DAYS), today)
     if kind == "weekday":
-        back = (today.weekday() - _WEEKDAYS[m["weekday"].casefold()]) % 7 or 7
+        back = (today.weekday() - WEEKDAYS[m["weekday"].casefold()]) % 7 or 7
         day = today - dt.timedelta(days=back)
         return Period(day, day)
     whole = int(m["year"])

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from memex.retrieval.store.base import Link, link_key
+from memex.shared.dates import MONTHS, WEEKDAY_ABBREVIATIONS, WEEKDAYS
 from memex.shared.wikilinks import find_wikilinks
 
 # Part of every note's fingerprint: a change to what a note's text is read to mean (its title,
@@ -29,34 +30,17 @@ _LOOSE_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*)$")
 # (2025-07-19, 2025_07_19, 2025.07.19, 2025/07/19): 05/07/2025 is May or July depending on who
 # wrote it, and 20250719 may be any number.
 _NUMERIC_DATE = re.compile(r"(\d{4})([-_./])(\d{1,2})\2(\d{1,2})(?!\d)")
-_WEEKDAY = r"(?:(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\.?,?\s+)?"
+_WEEKDAY = (
+    r"(?:(?:"
+    + "|".join(sorted({*WEEKDAYS, *WEEKDAY_ABBREVIATIONS}, key=len, reverse=True))
+    + r")\.?,?\s+)?"
+)
 _DAY_MONTH_YEAR = re.compile(
     _WEEKDAY + r"(\d{1,2})(?:st|nd|rd|th)?\s+([a-z]+)\.?,?\s+(\d{4})(?!\d)", re.I
 )
 _MONTH_DAY_YEAR = re.compile(
     _WEEKDAY + r"([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})(?!\d)", re.I
 )
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            "january jan",
-            "february feb",
-            "march mar",
-            "april apr",
-            "may",
-            "june jun",
-            "july jul",
-            "august aug",
-            "september sep sept",
-            "october oct",
-            "november nov",
-            "december dec",
-        ),
-        start=1,
-    )
-    for name in names.split()
-}
 # Frontmatter keys that hold when a note was written, most specific first ("date created" is
 # the Linter plugin's).
 DATE_KEYS = ("date", "created", "date created", "created_at", "creation date", "creation_date")
@@ -226,10 +210,10 @@ def written_date(text: str) -> dt.date | None:
     try:
         if found := _NUMERIC_DATE.match(text):
             return dt.date(int(found[1]), int(found[3]), int(found[4]))
-        if (found := _DAY_MONTH_YEAR.match(text)) and found[2].lower() in _MONTHS:
-            return dt.date(int(found[3]), _MONTHS[found[2].lower()], int(found[1]))
-        if (found := _MONTH_DAY_YEAR.match(text)) and found[1].lower() in _MONTHS:
-            return dt.date(int(found[3]), _MONTHS[found[1].lower()], int(found[2]))
+        if (found := _DAY_MONTH_YEAR.match(text)) and found[2].casefold() in MONTHS:
+            return dt.date(int(found[3]), MONTHS[found[2].casefold()], int(found[1]))
+        if (found := _MONTH_DAY_YEAR.match(text)) and found[1].casefold() in MONTHS:
+            return dt.date(int(found[3]), MONTHS[found[1].casefold()], int(found[2]))
     except ValueError:
         return None
     return None
