@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.retrieval.ingest.markdown import code_mask, headings
+from memex.retrieval.ingest.markdown import code_mask, fences, headings
 from memex.shared.aliases import other_names
 
 MAX_CHARS = 1600
@@ -29,7 +29,6 @@ CHUNKER_VERSION = "3"  # 2: a short opening joins the section after it; 3: machi
 MACHINE_FENCES = frozenset(
     {"dataview", "dataviewjs", "tasks", "query", "compressed-json", "excalidraw", "base"}
 )
-_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)")
 # A note with a long list of aliases must not push its title out of every chunk's opening.
 _MAX_ALIASES = 8
 _BREAKS = (re.compile(r"\n[ \t]*\n"), re.compile(r"(?<=[.!?])\s+"), re.compile(r"\s+"))
@@ -65,25 +64,8 @@ def _sections(body: str) -> list[tuple[str, int, int]]:
 
 
 def machine_blocks(body: str) -> list[tuple[int, int]]:
-    """(start, end) of each fenced block whose language is in ``MACHINE_FENCES``, fences
-    included; an unclosed one runs to the end of the body, as Obsidian shows it."""
-    blocks: list[tuple[int, int]] = []
-    offset = 0
-    opened: tuple[int, str, bool] | None = None  # start, fence, machine
-    for line in body.split("\n"):
-        end = offset + len(line) + 1
-        if opened is None:
-            fence = _FENCE_OPEN.match(line)
-            if fence:
-                opened = (offset, fence.group(1), fence.group(2).lower() in MACHINE_FENCES)
-        elif line.strip().startswith(opened[1]) and not line.strip().strip(opened[1][0]):
-            if opened[2]:
-                blocks.append((opened[0], min(end, len(body))))
-            opened = None
-        offset = end
-    if opened is not None and opened[2]:
-        blocks.append((opened[0], len(body)))
-    return blocks
+    """(start, end) of each fenced block whose language is in ``MACHINE_FENCES``."""
+    return [(f.start, f.end) for f in fences(body) if f.language in MACHINE_FENCES]
 
 
 def _outside(

@@ -20,7 +20,7 @@ PARSER_VERSION = "3"  # 3: dates written "2025/07/19", "19 July 2025", "July 19t
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 _TAG = re.compile(r"(?:(?<=\s)|^)#([\w][\w/-]*)", re.M | re.UNICODE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -132,21 +132,48 @@ def _unreadable(exc: Exception) -> str:
     return f"invalid YAML frontmatter{f' at line {mark.line + 2}' if mark is not None else ''}"
 
 
+@dataclass(frozen=True)
+class Fence:
+    """A fenced code block: its offsets in the body (fence lines included) and its language."""
+
+    start: int
+    end: int
+    language: str
+    """The info string's first word, case-folded ("dataview"); "" when there is none."""
+
+
+def fences(body: str) -> list[Fence]:
+    """The fenced blocks of ``body``, in order. A block closes at a line of only its fence
+    character, at least as long as its opening fence; an unclosed one runs to the end of the
+    body, as Obsidian shows it."""
+    found: list[Fence] = []
+    opened: tuple[int, str, str] | None = None  # start, fence, language
+    offset = 0
+    for line in body.split("\n"):
+        end = min(offset + len(line) + 1, len(body))
+        if opened is None:
+            if fence := _FENCE.match(line):
+                opened = (offset, fence[1], fence[2].casefold())
+        elif len(closing := line.strip()) >= len(opened[1]) and set(closing) == {opened[1][0]}:
+            found.append(Fence(opened[0], end, opened[2]))
+            opened = None
+        offset += len(line) + 1
+    if opened is not None:
+        found.append(Fence(opened[0], len(body), opened[2]))
+    return found
+
+
 def code_mask(body: str) -> list[bool]:
     """Per line: True if the line is inside a fenced code block (fence lines included)."""
     mask: list[bool] = []
-    fence: str | None = None
+    blocks = iter(fences(body))
+    block = next(blocks, None)
+    offset = 0
     for line in body.split("\n"):
-        opener = _FENCE.match(line)
-        if fence is None and opener:
-            fence = opener.group(1)
-            mask.append(True)
-        elif fence is not None:
-            mask.append(True)
-            if line.strip().startswith(fence):
-                fence = None
-        else:
-            mask.append(False)
+        while block is not None and block.end <= offset:
+            block = next(blocks, None)
+        mask.append(block is not None and block.start <= offset)
+        offset += len(line) + 1
     return mask
 
 
