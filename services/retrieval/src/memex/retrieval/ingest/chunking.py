@@ -25,7 +25,7 @@ LEAD_CHARS = 240
 CHUNKER_VERSION = "3"  # 2: a short opening joins the section after it; 3: machine blocks out
 # Fenced blocks whose language names a plugin's input or output rather than the person's words:
 # Dataview and Tasks queries, Obsidian's embedded searches, and the compressed drawing that every
-# Excalidraw note carries (tens of kilobytes of base64 that would be embedded as chunks).
+# Excalidraw note carries (base64 that would otherwise be embedded as chunks).
 MACHINE_FENCES = frozenset(
     {"dataview", "dataviewjs", "tasks", "query", "compressed-json", "excalidraw", "base"}
 )
