@@ -9,7 +9,7 @@ import pytest
 
 from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
 from memex.retrieval.ingest.markdown import note_date, parse_note, split_frontmatter
-from memex.retrieval.ingest.notes import EntityMatcher
+from memex.retrieval.ingest.notes import EntityMatcher, Sensitivity, prepare
 from memex.retrieval.testing import write
 
 
@@ -135,6 +135,53 @@ def test_wikilinks_aliases_headings_embeds_and_code() -> None:
         ("photo.png", "", "", True),
     ]
     assert note.tags == ["a/b", "tag1"]
+
+
+def _prepared(text: str) -> list[tuple[str, str]]:
+    """(chunk text, search text) of each chunk ``prepare`` makes of a note file's text."""
+    rules = Sensitivity(frozenset(), ())
+    note = prepare("people/Chi.md", text, 0.0, "fp", rules, lambda _: ())
+    for piece in note.pieces:
+        assert text[piece.start : piece.end] == piece.text
+    return [(p.text, t) for p, t in zip(note.pieces, note.texts, strict=True)]
+
+
+def test_frontmatter_properties_open_the_first_chunk() -> None:
+    head = '---\ntitle: Chi\nphone: 0113 496 0000\ncompany: "[[Fernhill Software]]"\n---\n'
+    opening = "Met at the allotment, where she has the plot by the gate. " * 5
+    text = head + "\n" + opening + "\n\n## Kids\n\nTwo.\n"
+    (first, searched), (second, _) = _prepared(text)
+    assert first == head + "\n" + opening.strip()
+    assert searched.startswith("Chi\n\n---\ntitle: Chi\nphone: 0113 496 0000")
+    assert second == "## Kids\n\nTwo."
+    assert [ln.target_key for ln in parse_note(text).links] == ["fernhill software"]
+
+
+def test_a_note_of_properties_alone_is_one_chunk() -> None:
+    text = "---\nauthor: Susanna Clarke\nrating: 5\n---\n\n"
+    assert [c for c, _ in _prepared(text)] == ["---\nauthor: Susanna Clarke\nrating: 5\n---"]
+
+
+def test_properties_too_long_to_join_the_first_chunk_are_a_chunk_of_their_own() -> None:
+    head = "---\nsummary: " + "word " * 100 + "\n---\n"
+    body = "Opening words. " * 100
+    chunks = [c for c, _ in _prepared(head + body)]
+    assert chunks[0] == head.rstrip()
+    assert chunks[1] == body.strip()
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "title: Chi\ndate: 2025-01-02\ntags: [people]\naliases: [Chioma]",
+        "kanban-plugin: basic\ncssclasses: [wide]\nsource:\nentity: chi",
+        "",
+    ],
+)
+def test_a_frontmatter_of_bookkeeping_alone_stays_out_of_the_chunks(block: str) -> None:
+    assert [c for c, _ in _prepared(f"---\n{block}\n---\nMet at the allotment.\n")] == [
+        "Met at the allotment."
+    ]
 
 
 def test_broken_frontmatter_keeps_the_body() -> None:

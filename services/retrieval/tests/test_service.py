@@ -79,6 +79,20 @@ async def test_a_moved_vault_is_indexed_from_its_new_place(retrieval: Stub, tmp_
     assert moved.warnings == []
 
 
+async def test_a_contact_card_of_properties_alone_is_found_and_read(
+    retrieval: Stub, tmp_path: Path
+) -> None:
+    card = "---\ntags: [people]\nphone: 0113 496 0000\nemployer: Fernhill Software\n---\n"
+    write(tmp_path / "notes", "Chi Okafor.md", card)
+    write(tmp_path / "notes", "Boat.md", "The canal boat is called Marigold.\n")
+    await index(retrieval, tmp_path / "notes")
+
+    found = await search(retrieval, "Chi's phone number")
+
+    assert found[0].citation == "[[Chi Okafor]]"
+    assert "phone: 0113 496 0000" in found[0].text
+
+
 async def test_a_note_that_cannot_be_read_is_skipped_and_the_rest_indexed(
     retrieval: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

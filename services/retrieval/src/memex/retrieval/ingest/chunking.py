@@ -22,7 +22,8 @@ from memex.shared.aliases import other_names
 
 MAX_CHARS = 1600
 LEAD_CHARS = 240
-CHUNKER_VERSION = "3"  # 2: a short opening joins the section after it; 3: machine blocks out
+CHUNKER_VERSION = "4"  # 2: a short opening joins the section after it; 3: machine blocks out
+# 4: a frontmatter with properties opens the first chunk
 # Fenced blocks whose language names a plugin's input or output rather than the person's words:
 # Dataview and Tasks queries, Obsidian's embedded searches, and the compressed drawing that every
 # Excalidraw note carries (base64 that would otherwise be embedded as chunks).
@@ -165,6 +166,22 @@ def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
         heading, s, e = pending
         chunks.append(TextChunk(body[s:e], heading, s, e))
     return chunks
+
+
+def with_frontmatter(
+    chunks: list[TextChunk], text: str, body_offset: int, max_chars: int = MAX_CHARS
+) -> list[TextChunk]:
+    """The chunks of a note whose frontmatter holds properties ("phone: 0113 496 0000",
+    "author: Susanna Clarke"), with that block in front: the first chunk starts at the top of
+    the file when both fit in ``max_chars``, else the block is a chunk of its own. Otherwise
+    the properties are in no chunk, so nothing finds or reads them, and a note of properties
+    alone (a contact card) has no chunk at all. ``chunks`` carry offsets into ``text``, the
+    whole file, and so does the result."""
+    if chunks and chunks[0].end <= max_chars:
+        first = chunks[0]
+        return [TextChunk(text[: first.end], first.heading, 0, first.end), *chunks[1:]]
+    head_end = len(text[:body_offset].rstrip())
+    return [TextChunk(text[:head_end], "", 0, head_end), *chunks]
 
 
 def search_text(title: str, heading: str, text: str, aliases: Sequence[str] = ()) -> str:

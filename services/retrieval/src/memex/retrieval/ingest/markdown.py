@@ -16,7 +16,8 @@ from memex.shared.wikilinks import find_wikilinks
 # Part of every note's fingerprint: a change to what a note's text is read to mean (its title,
 # date, sensitivity) must reach notes already indexed. 2: broken frontmatter is read line by
 # line, and a daily note's file name gives its date.
-PARSER_VERSION = "3"  # 3: dates written "2025/07/19", "19 July 2025", "July 19th, 2025"
+PARSER_VERSION = "4"  # 3: dates written "2025/07/19", "19 July 2025", "July 19th, 2025"
+# 4: links in frontmatter properties ("company: '[[Fernhill Software]]'")
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
@@ -44,6 +45,19 @@ _MONTH_DAY_YEAR = re.compile(
 # Frontmatter keys that hold when a note was written, most specific first ("date created" is
 # the Linter plugin's).
 DATE_KEYS = ("date", "created", "date created", "created_at", "creation date", "creation_date")
+# Frontmatter keys that memex reads for itself (title, date, tags, sensitivity, salience, the
+# records a note stands for) or that only steer how Obsidian shows or publishes a note. A
+# frontmatter of only these says nothing a reader would ask about; any other key with a value
+# ("phone", "author", "rating") is one of the note's properties.
+_BOOKKEEPING_KEYS = frozenset(
+    {
+        *DATE_KEYS,
+        *("title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses", "publish"),
+        *("permalink", "sensitive", "salience", "importance", "record", "records", "entity"),
+        *("entity_id", "modified", "updated", "date modified", "last modified", "updated_at"),
+        *("modified_at", "position"),
+    }
+)
 
 
 class _FrontmatterLoader(yaml.SafeLoader):
@@ -210,8 +224,21 @@ def normalize_tag(tag: str) -> str:
     return tag.strip().lstrip("#").casefold()
 
 
+def has_properties(frontmatter: dict[str, Any]) -> bool:
+    """Whether the frontmatter holds a property with a value beyond the bookkeeping memex reads
+    itself (``_BOOKKEEPING_KEYS``; a plugin's marker such as ``kanban-plugin: basic`` is
+    bookkeeping too)."""
+    return any(
+        value not in (None, "", [], {})
+        and key.casefold() not in _BOOKKEEPING_KEYS
+        and not key.casefold().endswith("-plugin")
+        for key, value in frontmatter.items()
+    )
+
+
 def parse_note(text: str) -> ParsedNote:
-    """Frontmatter, body, links and tags (frontmatter ``tags`` plus inline ``#tags`` in prose)."""
+    """Frontmatter, body, links (in the body's prose and in frontmatter properties, as Obsidian
+    reads them) and tags (frontmatter ``tags`` plus inline ``#tags`` in prose)."""
     frontmatter, body, offset, warnings = split_frontmatter(text)
     visible = prose(body)
     tags = [normalize_tag(t) for t in _as_list(frontmatter.get("tags", frontmatter.get("tag")))]
@@ -223,7 +250,7 @@ def parse_note(text: str) -> ParsedNote:
         frontmatter=frontmatter,
         body=body,
         body_offset=offset,
-        links=parse_links(visible),
+        links=parse_links(text[:offset]) + parse_links(visible),
         tags=sorted(set(t for t in tags if t)),
         warnings=warnings,
     )

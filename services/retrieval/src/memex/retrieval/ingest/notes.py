@@ -10,8 +10,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from memex.retrieval.ingest.chunking import CHUNKER_VERSION, TextChunk, chunk_body, search_text
-from memex.retrieval.ingest.markdown import PARSER_VERSION, note_date, parse_note
+from memex.retrieval.ingest.chunking import (
+    CHUNKER_VERSION,
+    TextChunk,
+    chunk_body,
+    search_text,
+    with_frontmatter,
+)
+from memex.retrieval.ingest.markdown import PARSER_VERSION, has_properties, note_date, parse_note
 from memex.retrieval.store.base import Chunk, Link, Note, frontmatter_aliases, link_key
 
 # Characters that end or split a wikilink's target ([[a]b]], [[a|b]], [[a#b]]).
@@ -113,6 +119,8 @@ def prepare(
         TextChunk(p.text, p.heading, p.start + parsed.body_offset, p.end + parsed.body_offset)
         for p in chunk_body(parsed.body)
     ]
+    if has_properties(fm):
+        pieces = with_frontmatter(pieces, text, parsed.body_offset)
     note = Note(
         id=nid,
         path=rel,
