@@ -108,6 +108,17 @@ def test_obsidian_marks_a_reader_never_sees_are_left_out_of_the_excerpt() -> Non
     )
 
 
+def test_footnote_marks_and_links_to_notes_read_as_their_words() -> None:
+    text = (
+        "Rent is £48 a year[^1], paid to [the association](Moor%20Allotments.md).\n\n"
+        "[^1]: Raised from £40 in 2025.\nSee [the site](https://moor.org.uk)."
+    )
+    assert plain(text) == (
+        "Rent is £48 a year, paid to the association.\n\n"
+        "Raised from £40 in 2025.\nSee [the site](https://moor.org.uk)."
+    )
+
+
 def test_a_task_box_is_shown_in_words() -> None:
     text = (
         "- [x] Council tax: Band B.\n- [ ] Register to vote.\n  * [/] Shelves [2 of 3]\n"

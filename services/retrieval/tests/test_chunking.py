@@ -184,6 +184,16 @@ def test_a_frontmatter_of_bookkeeping_alone_stays_out_of_the_chunks(block: str) 
     ]
 
 
+def test_markdown_links_to_notes_are_links_and_resolve_by_file_name() -> None:
+    note = parse_note(
+        "Paid [the deposit](../home/Flat%20Deposit%20Agreement.md#Terms) "
+        "per [the council](https://leeds.gov.uk) and `[code](x.md)`.\n"
+    )
+    assert [(ln.target_key, ln.heading, ln.alias) for ln in note.links] == [
+        ("flat deposit agreement", "Terms", "the deposit")
+    ]
+
+
 def test_broken_frontmatter_keeps_the_body() -> None:
     fm, body, offset, warnings = split_frontmatter("---\ntitle: [oops\n---\nbody text\n")
     assert fm == {"title": "[oops"}

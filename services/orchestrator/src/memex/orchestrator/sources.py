@@ -68,6 +68,9 @@ _HEADING = re.compile(r"\s*#{1,6}\s+(.*?)\s*#*\s*")
 # %%comment%% stays: hidden in reading view, but the person's own words.
 _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[![\w-]+\][+-]?[ \t]*")
 _BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$")
+# A footnote's mark ("£48 a year[^1]") and the label its text starts with ("[^1]: Paid in
+# March"): rendered as a small number, which a small model takes for a source number.
+_FOOTNOTE = re.compile(r"\[\^[^\]\s]+\](?::[ \t]*)?")
 # A task's box as Obsidian (and its Tasks plugin) shows it, in words a small model reads: "[ ]"
 # and "[x]" look like the source numbers it is asked to write.
 _TASK = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+)\[([ xX/>-])\]\s+")
@@ -82,17 +85,17 @@ _TASK_STATES = {
 
 
 def plain(text: str, title: str = "") -> str:
-    """Markdown reduced to what a reader sees, for the model's prompt: wikilinks as their words
-    (the alias when there is one), no bold marks, no table rules, no heading that repeats the
-    title the source's header already gives, no callout types or block ids, a task's box in words
-    ("- (done) Council tax: Band B"). It saves prompt tokens on a CPU, and keeps a small model
+    """Markdown reduced to what a reader sees, for the model's prompt: links to notes as their
+    words (the alias when there is one), no bold marks, no table rules, no heading that repeats
+    the title the source's header already gives, no callout types, block ids or footnote marks,
+    a task's box in words ("- (done) Council tax: Band B"). It saves prompt tokens on a CPU, and keeps a small model
     from copying ``[[links]]`` into its answer as if they were citations. Quotes and grading
     still use the note's own text."""
     text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
     text = _EMPHASIS.sub(r"\2", text)
     kept: list[str] = []
     for line in text.splitlines():
-        line = _BLOCK_ID.sub("", _CALLOUT.sub(r"\1", line))
+        line = _FOOTNOTE.sub("", _BLOCK_ID.sub("", _CALLOUT.sub(r"\1", line)))
         line = _TASK.sub(lambda task: f"{task[1]}({_TASK_STATES[task[2]]}) ", line)
         heading = _HEADING.fullmatch(line)
         if _TABLE_RULE.fullmatch(line) or (

@@ -17,7 +17,8 @@ from memex.shared.wikilinks import find_wikilinks
 # date, sensitivity) must reach notes already indexed. 2: broken frontmatter is read line by
 # line, and a daily note's file name gives its date.
 PARSER_VERSION = "4"  # 3: dates written "2025/07/19", "19 July 2025", "July 19th, 2025"
-# 4: links in frontmatter properties ("company: '[[Fernhill Software]]'")
+# 4: links in frontmatter properties ("company: '[[Fernhill Software]]'") and Markdown links to
+# notes ("[the deposit](Flat%20Deposit.md)")
 _FRONTMATTER = re.compile(
     r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
 )
