@@ -88,9 +88,9 @@ def plain(text: str, title: str = "") -> str:
     """Markdown reduced to what a reader sees, for the model's prompt: links to notes as their
     words (the alias when there is one), no bold marks, no table rules, no heading that repeats
     the title the source's header already gives, no callout types, block ids or footnote marks,
-    a task's box in words ("- (done) Council tax: Band B"). It saves prompt tokens on a CPU, and keeps a small model
-    from copying ``[[links]]`` into its answer as if they were citations. Quotes and grading
-    still use the note's own text."""
+    a task's box in words ("- (done) Council tax: Band B"). It saves prompt tokens on a CPU, and
+    keeps a small model from copying ``[[links]]`` into its answer as if they were citations.
+    Quotes and grading still use the note's own text."""
     text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
     text = _EMPHASIS.sub(r"\2", text)
     kept: list[str] = []
