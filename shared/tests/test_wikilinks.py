@@ -31,7 +31,7 @@ def test_links_become_the_words_a_reader_sees() -> None:
 def test_markdown_links_to_notes_are_links_and_web_addresses_are_not() -> None:
     text = (
         "Paid [the deposit](../home/Flat%20Deposit%20Agreement.md#Terms), "
-        "[Ron](<people/Ron Whitaker.md> \"Ron\"), ![](receipt.png), "
+        '[Ron](<people/Ron Whitaker.md> "Ron"), ![](receipt.png), '
         "[the council](https://leeds.gov.uk/tax) and [mail](mailto:a@b.c)."
     )
     assert list(find_wikilinks(text)) == [
