@@ -1,6 +1,8 @@
-"""The demo vault's question file (`demo/eval/questions.jsonl`) is sound: it parses, has the
-mix `memex eval` needs, every gold entry names a note or record of `demo/vault`, and every fact
-of an answerable question is stated in one of its gold sources, so a right answer can cite."""
+"""The question files of the demo vault (`demo/eval/questions.jsonl`) and of the second vault
+(`benchmarks/eval/second-vault.jsonl`, notes written apart from the demo's, in another style) are
+sound: each parses, has the mix `memex eval` needs, every gold entry names a note or record of its
+vault, and every fact of an answerable question is stated in one of its gold sources, so a right
+answer can cite."""
 
 from __future__ import annotations
 
@@ -8,20 +10,21 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from memex.gateway.cli.eval_scoring import contains, parse_questions, ref_key
 
 ROOT = Path(__file__).resolve().parents[2]
-VAULT = ROOT / "demo" / "vault"
-QUESTIONS = ROOT / "demo" / "eval" / "questions.jsonl"
+DEMO = (ROOT / "demo" / "vault", ROOT / "demo" / "eval" / "questions.jsonl")
+SECOND = (ROOT / "benchmarks/eval/second-vault", ROOT / "benchmarks/eval/second-vault.jsonl")
 
 
-def _sources() -> dict[str, str]:
+def _sources(vault: Path) -> dict[str, str]:
     """Text by gold key: each note under its title (frontmatter, else file name) and aliases,
     each record as ``collection:id``."""
     found: dict[str, str] = {}
-    for path in VAULT.rglob("*.md"):
+    for path in vault.rglob("*.md"):
         text = path.read_text(encoding="utf-8")
         meta: dict[str, object] = {}
         if text.startswith("---\n"):
@@ -36,7 +39,7 @@ def _sources() -> dict[str, str]:
         names += [str(a) for a in aliases] if isinstance(aliases, list) else [str(aliases)]
         for name in names:
             found[ref_key(name)] = text
-    for path in (VAULT / "records").glob("*.jsonl"):
+    for path in (vault / "records").glob("*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
@@ -46,16 +49,19 @@ def _sources() -> dict[str, str]:
     return found
 
 
-def test_the_demo_question_file_is_sound() -> None:
-    questions = parse_questions(QUESTIONS.read_text(encoding="utf-8").splitlines(), str(QUESTIONS))
-    assert len(questions) >= 40
+@pytest.mark.parametrize(
+    ("vault", "file", "size"), [(*DEMO, 40), (*SECOND, 30)], ids=["demo", "second"]
+)
+def test_the_question_file_is_sound(vault: Path, file: Path, size: int) -> None:
+    questions = parse_questions(file.read_text(encoding="utf-8").splitlines(), str(file))
+    assert len(questions) >= size
     assert sum(not q.answerable for q in questions) >= 8
-    sources = _sources()
+    sources = _sources(vault)
     for q in questions:
         if not q.answerable:
             continue
         unknown = [g for g in q.gold if ref_key(g) not in sources]
-        assert not unknown, f"{q.id}: gold {unknown} is no note or record of demo/vault"
+        assert not unknown, f"{q.id}: gold {unknown} is no note or record of {vault.name}"
         texts = [sources[ref_key(g)] for g in q.gold]
         for fact in q.facts:
             assert any(contains(t, alt) for t in texts for alt in fact), (
