@@ -247,6 +247,26 @@ def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> No
     assert grade("I ran the Kirkstall half marathon.", race).support == "verbatim"
 
 
+def test_money_the_source_writes_only_as_a_measure_leaves_the_claim_an_inference() -> None:
+    car = source(1, "Front brake pads at 4 mm, so replace them by spring. Paid $142.38.", "Tires")
+    assert grade("The brake pads cost $4.", car).support == "inference"
+    assert grade("The brake pads cost $4.", car).unheld
+    assert grade("The front brake pads are at 4 mm.", car).support == "verbatim"
+    assert grade("I paid $142.38 for the tires.", car).support != "inference"
+
+
+@pytest.mark.parametrize(
+    ("claim", "text"),
+    [
+        ("I finished it on 3 February 2026.", "author: Kazuo Ishiguro\nfinished: 2026-02-03"),
+        ("The boiler took 3 visits to fix.", "The boiler was fixed after three visits."),
+        ("The boiler took three visits to fix.", "The boiler was fixed after 3 visits."),
+    ],
+)
+def test_a_figure_written_another_way_is_still_held(claim: str, text: str) -> None:
+    assert not grade(claim, source(1, text, "Note")).unheld
+
+
 def test_a_claim_whose_figure_only_another_source_holds_moves_to_that_source() -> None:
     sources = [
         source(1, "Chip time 2:04:37. Goal was sub-2:10.", "Kirkstall Half Marathon"),

@@ -119,6 +119,13 @@ def test_footnote_marks_and_links_to_notes_read_as_their_words() -> None:
     )
 
 
+def test_iso_dates_read_as_notes_write_dates() -> None:
+    text = "# 2026-02-03\nfinished: 2026-02-03, then 2026-13-01 and build 2026-02-03-rc1."
+    assert plain(text, "2026-02-03") == (
+        "finished: 3 February 2026, then 2026-13-01 and build 2026-02-03-rc1."
+    )
+
+
 def test_a_task_box_is_shown_in_words() -> None:
     text = (
         "- [x] Council tax: Band B.\n- [ ] Register to vote.\n  * [/] Shelves [2 of 3]\n"

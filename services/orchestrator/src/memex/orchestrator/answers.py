@@ -26,6 +26,8 @@ from memex.orchestrator.lexical import (
     Segment,
     coverage,
     is_number,
+    money,
+    only_measured,
     segments,
     squash,
     strip_list_mark,
@@ -76,6 +78,8 @@ class Reading:
     attributed: bool  # citations found for an answer that cited nothing itself
     reanchored: int = 0  # claims whose number named the wrong source, moved to the right one
     claims: tuple[str, ...] = ()  # the answer's sentences, without their numbers
+    # Some citation is an inference because its source does not hold a figure of the claim.
+    unheld: bool = False
 
 
 def numbers(group: str) -> list[int]:
@@ -150,13 +154,15 @@ class _Grade:
     support: Support
     cover: float
     quote: str
+    unheld: bool = False  # an inference because a figure of the claim is not in the source
 
 
 def grade(claim: str, source: Source) -> _Grade:
     """How well ``source`` (its title and excerpt) supports ``claim``, with the sentence that
     supports it best. A figure of the claim (an amount, a date, a time) that the source does not
     hold anywhere, title and date included, leaves it an inference however many of its words
-    are there."""
+    are there; so does an amount of money that the source writes only as a measure ("$4" from
+    "brake pads at 4 mm")."""
     claim_terms = terms(claim)
     best_cover, best_quote = 0.0, ""
     for part in source.segments:
@@ -172,8 +178,10 @@ def grade(claim: str, source: Source) -> _Grade:
         quote = quote[:QUOTE_CAP].rsplit(" ", 1)[0]
     cover = max(best_cover, whole)
     held = set(terms(f"{heading} {source.item.date} {source.excerpt}"))
-    if any(is_number(term) and term not in held for term in claim_terms):
-        return _Grade("inference", cover, quote)
+    if any(is_number(term) and term not in held for term in claim_terms) or any(
+        only_measured(amount, f"{heading} {source.excerpt}") for amount in money(claim)
+    ):
+        return _Grade("inference", cover, quote, unheld=True)
     bare = squash(claim).strip(" .")
     verbatim = bare and (bare in squash(source.excerpt) or bare in squash(source.shown))
     if verbatim or best_cover >= VERBATIM_AT:
@@ -343,6 +351,7 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         attributed=attributed,
         reanchored=reanchored,
         claims=tuple(claim.text for claim in claims),
+        unheld=any(graded.unheld for graded, _ in best.values()),
     )
 
 

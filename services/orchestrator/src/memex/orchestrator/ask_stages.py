@@ -105,8 +105,10 @@ def abstain_reason(
     if reading.report.score < abstain_below:
         return "ungrounded"  # most of the numbers it gave name nothing it was shown
     if all(c.support == "inference" for c in reading.citations) and (
-        reading.support < SUPPORTED_AT
+        reading.support < SUPPORTED_AT or reading.unheld
     ):
+        # Its words may all be there, but the figure it gives is not: "$1,184.62 was refunded
+        # for the whale-watching trip [2]" took the amount from another note.
         return "unsupported"
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked

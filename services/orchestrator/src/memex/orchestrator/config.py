@@ -111,6 +111,15 @@ class OrchestratorSettings(ServiceSettings):
         description="Longest excerpt of one item in a briefing: a longer chunk is cut to the "
         "window of its sentences that best matches the question (chunks are at most 1,600).",
     )
+    lead_excerpt_chars: int = Field(
+        800,
+        ge=100,
+        le=1600,
+        description="Longest excerpt of the first source, which retrieval ranks best: more of it "
+        "is shown, because the sentence that answers often shares no word with the question "
+        '("How many kilometres..." against "Odometer: 99,870 km.") and is cut from a '
+        "tighter window.",
+    )
     worker_poll_seconds: float = Field(2.0, gt=0, description="Chat worker poll interval.")
     worker_context_chars: int = Field(4000, gt=0, description="Thread context cap per queued turn.")
     worker_id: str = Field(

@@ -106,9 +106,23 @@ _ABBREVIATIONS = {
 } | {"sept": "september", "tues": "tuesday", "thur": "thursday", "thurs": "thursday"}
 
 
+# Number words as figures, so "three visits" holds the claim "3 visits" ("one" is a stop word).
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+        fifteen sixteen seventeen eighteen nineteen twenty""".split()  # noqa: SIM905
+    )
+} | {word: str(10 * tens) for tens, word in enumerate(["thirty", "forty", "fifty", "sixty"], 3)}
+
+
 def _normal(token: str) -> str:
     if token[0].isdigit():
-        return token.replace(",", "").rstrip(".")
+        figure = token.replace(",", "").rstrip(".")
+        # "03" in 2026-02-03 is the 3 of "3 February"
+        return figure.lstrip("0") or "0" if figure.isdigit() else figure
+    if token in _NUMBER_WORDS:
+        return _NUMBER_WORDS[token]
     word = token.removesuffix("'s")
     word = _ABBREVIATIONS.get(word, word)
     return _stem(_IRREGULAR.get(word, word))
@@ -134,6 +148,36 @@ def terms(text: str) -> list[str]:
 def is_number(term: str) -> bool:
     """Whether a term is a figure (an amount, a date part, a time)."""
     return term[:1].isdigit()
+
+
+# A figure written as money ("$4", "£1,030.00") and a figure with a unit of measure after it
+# ("4 mm", "99,870 km", "3 days", "40%").
+_MONEY = re.compile(r"[$£€¥]\s?(\d[\d,]*(?:\.\d+)?)")
+_MEASURED = re.compile(
+    r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)\s?(?:%|°|(?:mm|cm|km|kms|m|kg|g|lbs?|oz|mi|miles?|ml|l"
+    r"|litres?|liters?|hrs?|hours?|mins?|minutes?|secs?|seconds?|days?|weeks?|months?|years?"
+    r"|am|pm|kwh|mph|kph|degrees?)(?![A-Za-z]))",
+    re.IGNORECASE,
+)
+
+
+def _figure(text: str) -> str:
+    """A written figure as one form: "1,030.00" is "1030"."""
+    value = text.replace(",", "")
+    return value[:-3] if value.endswith(".00") else value
+
+
+def money(text: str) -> set[str]:
+    """The amounts of money ``text`` writes with a currency sign, as ``_figure`` forms."""
+    return {_figure(found[1]) for found in _MONEY.finditer(text)}
+
+
+def only_measured(figure: str, text: str) -> bool:
+    """Whether ``figure`` appears in ``text`` only as a measure ("4 mm", never "$4" or "4"), so a
+    claim that writes it as money did not read it there."""
+    written = [_figure(found[1]) for found in re.finditer(r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)", text)]
+    measured = [_figure(found[1]) for found in _MEASURED.finditer(text)]
+    return figure in written and written.count(figure) == measured.count(figure)
 
 
 def weight(term: str) -> float:

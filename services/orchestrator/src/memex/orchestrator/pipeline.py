@@ -226,6 +226,7 @@ class Briefer:
             query,
             token_budget=budget,
             excerpt_chars=self._settings.excerpt_chars,
+            lead_excerpt_chars=self._settings.lead_excerpt_chars,
             limit=limit,
         )
 

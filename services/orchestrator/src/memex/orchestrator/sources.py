@@ -70,6 +70,9 @@ _CALLOUT = re.compile(r"^(\s*(?:>\s*)+)\[![\w-]+\][+-]?[ \t]*")
 _BLOCK_ID = re.compile(r"[ \t]+\^[A-Za-z0-9-]+[ \t]*$")
 # A footnote's mark ("£48 a year[^1]") and the label its text starts with ("[^1]: Paid in
 # March"): rendered as a small number, which a small model takes for a source number.
+# A date as ISO writes it ("finished: 2026-02-03"), which a small model misreads (it answered
+# "December 3"); shown as notes write dates ("3 February 2026", ``spoken_date``).
+_ISO_DATE = re.compile(r"(?<![\w-])\d{4}-\d{2}-\d{2}(?![\w-])")
 _FOOTNOTE = re.compile(r"\[\^[^\]\s]+\](?::[ \t]*)?")
 # A task's box as Obsidian (and its Tasks plugin) shows it, in words a small model reads: "[ ]"
 # and "[x]" look like the source numbers it is asked to write.
@@ -88,9 +91,10 @@ def plain(text: str, title: str = "") -> str:
     """Markdown reduced to what a reader sees, for the model's prompt: links to notes as their
     words (the alias when there is one), no bold marks, no table rules, no heading that repeats
     the title the source's header already gives, no callout types, block ids or footnote marks,
-    a task's box in words ("- (done) Council tax: Band B"). It saves prompt tokens on a CPU, and
-    keeps a small model from copying ``[[links]]`` into its answer as if they were citations.
-    Quotes and grading still use the note's own text."""
+    a task's box in words ("- (done) Council tax: Band B"), dates as notes write them ("3
+    February 2026", not "2026-02-03"). It saves prompt tokens on a CPU, and keeps a small model
+    from copying ``[[links]]`` into its answer as if they were citations. Quotes and grading
+    still use the note's own text."""
     text = replace_wikilinks(text, lambda link: "" if link.embed else link.words)
     text = _EMPHASIS.sub(r"\2", text)
     kept: list[str] = []
@@ -102,6 +106,7 @@ def plain(text: str, title: str = "") -> str:
             heading and title and heading.group(1).casefold() == title.casefold()
         ):
             continue
+        line = _ISO_DATE.sub(lambda date: spoken_date(date.group()), line)
         if line.strip() or (kept and kept[-1].strip()):
             kept.append(line.rstrip())
     return "\n".join(kept).strip()
@@ -275,6 +280,7 @@ def select(
     token_budget: int,
     excerpt_chars: int,
     limit: int,
+    lead_excerpt_chars: int | None = None,
 ) -> list[Source]:
     """Numbered sources for ``question``, best first, within ``token_budget`` (always at least
     one source when there is any item) and at most ``limit`` of them. Items whose text repeats
@@ -289,7 +295,8 @@ def select(
         key = squash(item.text)
         if not key or key in seen:
             continue
-        excerpt, parts = tighten(item.text, query, excerpt_chars)
+        cap = excerpt_chars if chosen or lead_excerpt_chars is None else lead_excerpt_chars
+        excerpt, parts = tighten(item.text, query, cap)
         source = Source(len(chosen) + 1, item, excerpt, parts, aliases_used(item, question))
         cost = _cost(source)
         if chosen and used + cost > token_budget:
