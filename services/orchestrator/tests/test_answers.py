@@ -241,6 +241,24 @@ def test_units_of_time_alone_do_not_put_a_source_on_topic(question: str, expecte
     assert on_topic(question, read("£150 a month [1].", savings), savings) is expected
 
 
+@pytest.mark.parametrize(
+    ("question", "also_called", "expected"),
+    [
+        ("What rating did I give Station Eleven?", (), False),  # another book's note
+        ("When did I finish the Ishiguro novel?", (), True),  # a property names him
+        ("What rating did I give the book in February?", (), True),  # a month is no name
+        ("What rating did Shiv give it?", ("Shiv",), True),  # the header's other name
+    ],
+)
+def test_a_question_that_names_something_needs_a_source_that_mentions_it(
+    question: str, also_called: tuple[str, ...], expected: bool
+) -> None:
+    text = "author: Kazuo Ishiguro\nrating: 3\nfinished: 2026-02-03"
+    book = source(1, text, "Klara and the Sun")
+    book = Source(1, book.item, book.excerpt, book.segments, also_called)
+    assert on_topic(question, read("3 [1].", [book]), [book]) is expected
+
+
 def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> None:
     race = source(1, "Ran the Kirkstall half marathon in the rain.", "Kirkstall")
     assert grade("I ran the Kirkstall half marathon in 2:04:37.", race).support == "inference"

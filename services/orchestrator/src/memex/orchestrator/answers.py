@@ -27,6 +27,7 @@ from memex.orchestrator.lexical import (
     coverage,
     is_number,
     money,
+    names,
     only_measured,
     segments,
     squash,
@@ -404,18 +405,22 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     """Whether the sources an answer cites share any content word with the question (titles
     included). An answer to "what car do I drive?" resting on a note about a deposit is a small
     model answering anyway, from whatever it was shown; it is not grounded in the notes. Common
-    verbs do not count (``topical``): "paid" in a deposit note is not about contents insurance."""
-    wanted = topical(terms(question))
-    if not wanted:
-        return True
+    verbs do not count (``topical``): "paid" in a deposit note is not about contents insurance.
+    A question that names something ("What rating did I give Station Eleven?") needs a cited
+    source that mentions one of its names (``names``), or the other names the header gave it:
+    "rating: 3" in another book's note is not about that book."""
     cited = {c.item_id for c in reading.citations}
     seen = {
         term
         for source in sources
         if source.item.item_id in cited
-        for term in terms(f"{source.item.title} {source.excerpt}")
+        for term in terms(f"{source.item.title} {' '.join(source.also_called)} {source.excerpt}")
     }
-    return bool(wanted & seen)
+    named = names(question)
+    if named and not named & seen:
+        return False
+    wanted = topical(terms(question))
+    return not wanted or bool(wanted & seen)
 
 
 class RefStream:

@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memex.shared.dates import MONTHS, WEEKDAYS
+
 _TOKEN = re.compile(r"\d[\d,.:]*\d|\d|[^\W\d_]+(?:'[^\W\d_]+)?")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9£$€#*-])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+|>)\s*")
@@ -143,6 +145,23 @@ def terms(text: str) -> list[str]:
             continue
         out.append(_normal(token))
     return out
+
+
+_WORD = re.compile(r"[^\W\d_][\w'\u2019-]*")
+_NOT_NAMES = {*MONTHS, *WEEKDAYS, "i"}
+
+
+def names(question: str) -> set[str]:
+    """The terms of the names a question uses: its capitalised words after the first ("Station
+    Eleven", "CRA", "Shiv's"), months and weekdays aside (a note dated on a Tuesday need not say
+    "Tuesday")."""
+    words = _WORD.findall(question)[1:]
+    return {
+        term
+        for word in words
+        if word[0].isupper() and word.casefold() not in _NOT_NAMES
+        for term in terms(word)
+    }
 
 
 def is_number(term: str) -> bool:
