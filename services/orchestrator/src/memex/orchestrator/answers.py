@@ -79,8 +79,9 @@ class Reading:
     attributed: bool  # citations found for an answer that cited nothing itself
     reanchored: int = 0  # claims whose number named the wrong source, moved to the right one
     claims: tuple[str, ...] = ()  # the answer's sentences, without their numbers
-    # Some citation is an inference because its source does not hold a figure of the claim.
-    unheld: bool = False
+    # An amount of money the answer gives that no source shown writes as money: made up, or
+    # read from a measure ("$4" from "brake pads at 4 mm").
+    unfounded_money: bool = False
 
 
 def numbers(group: str) -> list[int]:
@@ -352,8 +353,19 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         attributed=attributed,
         reanchored=reanchored,
         claims=tuple(claim.text for claim in claims),
-        unheld=any(graded.unheld for graded, _ in best.values()),
+        unfounded_money=any(
+            not any(_holds_money(amount, s) for s in sources)
+            for claim in claims
+            for amount in money(claim.text)
+        ),
     )
+
+
+def _holds_money(amount: str, source: Source) -> bool:
+    """Whether ``source`` (its whole chunk, not only the excerpt) writes ``amount`` other than
+    as a measure."""
+    text = f"{source.item.title} {source.item.text}"
+    return amount in terms(text) and not only_measured(amount, text)
 
 
 def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Reading:
@@ -409,15 +421,16 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     A question that names something ("What rating did I give Station Eleven?") needs a cited
     source that mentions one of its names (``names``), or the other names the header gave it:
     "rating: 3" in another book's note is not about that book."""
-    cited = {c.item_id for c in reading.citations}
-    seen = {
+    cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
+    seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt}")}
+    # A name counts anywhere in the cited chunk, not only in the part of it that was shown.
+    mentioned = {
         term
-        for source in sources
-        if source.item.item_id in cited
-        for term in terms(f"{source.item.title} {' '.join(source.also_called)} {source.excerpt}")
+        for s in cited
+        for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.item.text}")
     }
     named = names(question)
-    if named and not named & seen:
+    if named and not named & mentioned:
         return False
     wanted = topical(terms(question))
     return not wanted or bool(wanted & seen)

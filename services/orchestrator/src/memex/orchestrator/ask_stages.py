@@ -105,10 +105,10 @@ def abstain_reason(
     if reading.report.score < abstain_below:
         return "ungrounded"  # most of the numbers it gave name nothing it was shown
     if all(c.support == "inference" for c in reading.citations) and (
-        reading.support < SUPPORTED_AT or reading.unheld
+        reading.support < SUPPORTED_AT or reading.unfounded_money
     ):
-        # Its words may all be there, but the figure it gives is not: "$1,184.62 was refunded
-        # for the whale-watching trip [2]" took the amount from another note.
+        # Its words may all be there, but the amount it gives is in no source shown: "The
+        # brake pads cost $4 [1]" from "brake pads at 4 mm".
         return "unsupported"
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked
