@@ -253,7 +253,7 @@ def test_units_of_time_alone_do_not_put_a_source_on_topic(question: str, expecte
 def test_a_question_that_names_something_needs_a_source_that_mentions_it(
     question: str, also_called: tuple[str, ...], expected: bool
 ) -> None:
-    text = "author: Kazuo Ishiguro\nrating: 3\nfinished: 2026-02-03"
+    text = "author: Kazuo Ishiguro\nrating: 3\nfinished: 2026-02-03\nThe library has 11 copies."
     book = source(1, text, "Klara and the Sun")
     book = Source(1, book.item, book.excerpt, book.segments, also_called)
     assert on_topic(question, read("3 [1].", [book]), [book]) is expected
@@ -283,6 +283,17 @@ def test_money_the_source_writes_only_as_a_measure_leaves_the_claim_an_inference
 )
 def test_a_figure_written_another_way_is_still_held(claim: str, text: str) -> None:
     assert not grade(claim, source(1, text, "Note")).unheld
+
+
+def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:
+    car = source(1, "Front brake pads at 4 mm, so replace them by spring.", "Tires")
+    deposit = source(2, "Graham returns £800 of the deposit.", "Deposit")
+    carpet = source(3, "The carpet cleaning cost £120.", "Carpet")
+    shown = [car, deposit, carpet]
+    assert read("The brake pads cost $4 [1].", shown).unfounded_money  # a measure
+    assert read("Graham returns £950 of the deposit [2].", shown).unfounded_money  # nowhere
+    # Two sources under one number: the amount is in another source shown, so it stands.
+    assert not read("Graham returns £800, less £120 for the carpet [2].", shown).unfounded_money
 
 
 def test_a_claim_whose_figure_only_another_source_holds_moves_to_that_source() -> None:

@@ -353,19 +353,20 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         attributed=attributed,
         reanchored=reanchored,
         claims=tuple(claim.text for claim in claims),
-        unfounded_money=any(
-            not any(_holds_money(amount, s) for s in sources)
-            for claim in claims
-            for amount in money(claim.text)
-        ),
+        unfounded_money=any(_unfounded_money(claim, sources) for claim in claims),
     )
 
 
-def _holds_money(amount: str, source: Source) -> bool:
-    """Whether ``source`` (its whole chunk, not only the excerpt) writes ``amount`` other than
-    as a measure."""
-    text = f"{source.item.title} {source.item.text}"
-    return amount in terms(text) and not only_measured(amount, text)
+def _unfounded_money(claim: _Claim, sources: Sequence[Source]) -> bool:
+    """Whether the claim gives an amount of money that its sources write only as a measure
+    ("$4" from "brake pads at 4 mm"), or that no source shown holds at all."""
+    for amount in money(claim.text):
+        named = [f"{s.item.title} {s.item.text}" for s in dict.fromkeys(claim.named)]
+        if named and all(only_measured(amount, text) for text in named):
+            return True
+        if not any(amount in terms(f"{s.item.title} {s.item.text}") for s in sources):
+            return True
+    return False
 
 
 def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Reading:

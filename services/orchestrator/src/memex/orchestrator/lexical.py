@@ -161,6 +161,7 @@ def names(question: str) -> set[str]:
         for word in words
         if word[0].isupper() and word.casefold() not in _NOT_NAMES
         for term in terms(word)
+        if not is_number(term)  # "Eleven" is 11, which any note may hold
     }
 
 
