@@ -291,6 +291,7 @@ def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:
     carpet = source(3, "The carpet cleaning cost £120.", "Carpet")
     shown = [car, deposit, carpet]
     assert read("The brake pads cost $4 [1].", shown).unfounded_money  # a measure
+    assert read("The front brake pads cost $4.", shown).unfounded_money  # attributed to [1]
     assert read("Graham returns £950 of the deposit [2].", shown).unfounded_money  # nowhere
     # Two sources under one number: the amount is in another source shown, so it stands.
     assert not read("Graham returns £800, less £120 for the carpet [2].", shown).unfounded_money

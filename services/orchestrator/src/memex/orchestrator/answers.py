@@ -353,15 +353,19 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         attributed=attributed,
         reanchored=reanchored,
         claims=tuple(claim.text for claim in claims),
-        unfounded_money=any(_unfounded_money(claim, sources) for claim in claims),
+        unfounded_money=any(
+            _unfounded_money(claim, claim.named or [s for _, s in best.values()], sources)
+            for claim in claims
+        ),
     )
 
 
-def _unfounded_money(claim: _Claim, sources: Sequence[Source]) -> bool:
-    """Whether the claim gives an amount of money that its sources write only as a measure
-    ("$4" from "brake pads at 4 mm"), or that no source shown holds at all."""
+def _unfounded_money(claim: _Claim, cited: Sequence[Source], sources: Sequence[Source]) -> bool:
+    """Whether the claim gives an amount of money that the sources it cites (those attributed
+    to it when it wrote no number) write only as a measure ("$4" from "brake pads at 4 mm"), or
+    that no source shown holds at all."""
     for amount in money(claim.text):
-        named = [f"{s.item.title} {s.item.text}" for s in dict.fromkeys(claim.named)]
+        named = [f"{s.item.title} {s.item.text}" for s in dict.fromkeys(cited)]
         if named and all(only_measured(amount, text) for text in named):
             return True
         if not any(amount in terms(f"{s.item.title} {s.item.text}") for s in sources):
