@@ -268,7 +268,6 @@ def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> No
 def test_money_the_source_writes_only_as_a_measure_leaves_the_claim_an_inference() -> None:
     car = source(1, "Front brake pads at 4 mm, so replace them by spring. Paid $142.38.", "Tires")
     assert grade("The brake pads cost $4.", car).support == "inference"
-    assert grade("The brake pads cost $4.", car).unheld
     assert grade("The front brake pads are at 4 mm.", car).support == "verbatim"
     assert grade("I paid $142.38 for the tires.", car).support != "inference"
 
@@ -282,7 +281,7 @@ def test_money_the_source_writes_only_as_a_measure_leaves_the_claim_an_inference
     ],
 )
 def test_a_figure_written_another_way_is_still_held(claim: str, text: str) -> None:
-    assert not grade(claim, source(1, text, "Note")).unheld
+    assert grade(claim, source(1, text, "Note")).support != "inference"
 
 
 def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:

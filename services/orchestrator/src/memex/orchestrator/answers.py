@@ -156,7 +156,6 @@ class _Grade:
     support: Support
     cover: float
     quote: str
-    unheld: bool = False  # an inference because a figure of the claim is not in the source
 
 
 def grade(claim: str, source: Source) -> _Grade:
@@ -183,7 +182,7 @@ def grade(claim: str, source: Source) -> _Grade:
     if any(is_number(term) and term not in held for term in claim_terms) or any(
         only_measured(amount, f"{heading} {source.excerpt}") for amount in money(claim)
     ):
-        return _Grade("inference", cover, quote, unheld=True)
+        return _Grade("inference", cover, quote)
     bare = squash(claim).strip(" .")
     verbatim = bare and (bare in squash(source.excerpt) or bare in squash(source.shown))
     if verbatim or best_cover >= VERBATIM_AT:
