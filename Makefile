@@ -71,16 +71,21 @@ $(UV):
 # rebuilds a registry sdist whenever the index answers without cache headers.
 # The marker is named by the pinned source's hash and this CPU's features (llama.cpp is compiled
 # for the CPU it builds on), not by file times: a fresh clone must find the cache, not rebuild.
-LLAMA_KEY := $(shell cat scripts/source-packages.txt /proc/cpuinfo 2>/dev/null | grep -E '^(llama|flags)' | sort -u | sha256sum | cut -c1-12)
+# ggml's AMX kernels (Sapphire Rapids and later) segfault on the first batched prompt with Q4_K_M
+# weights (ggml-org/llama.cpp#20824, open): they are left out, and the compiler flags are part of
+# the key, so a wheel built with them is rebuilt. AVX-512 and AVX2 are still used where present.
+LLAMA_FLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_KEY := $(shell (cat scripts/source-packages.txt /proc/cpuinfo 2>/dev/null; echo 'llama $(LLAMA_FLAGS)') | grep -E '^(llama|flags)' | sort -u | sha256sum | cut -c1-12)
 LLAMA_CPP := $(WHEELS)/.llama_cpp_python-0.3.36-$(LLAMA_KEY).built
 $(LLAMA_CPP): | $(UV)
+	CFLAGS="$(LLAMA_FLAGS)" CXXFLAGS="$(LLAMA_FLAGS)" \
 	$(TOOLS)/bin/pip wheel --quiet --disable-pip-version-check --no-deps --require-hashes \
-	  -r scripts/source-packages.txt -w $(WHEELS)
+	  --no-cache-dir -r scripts/source-packages.txt -w $(WHEELS)
 	touch $@
 
 $(VENV)/.installed: $(UV) $(LLAMA_CPP) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml)
 	$(UV) sync --frozen --all-packages --all-extras --inexact --no-install-package llama-cpp-python
-	$(UV) pip install --quiet --python $(PY) --no-deps $(WHEELS)/llama_cpp_python-0.3.36-*.whl
+	$(UV) pip install --quiet --python $(PY) --no-deps --reinstall $(WHEELS)/llama_cpp_python-0.3.36-*.whl
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
