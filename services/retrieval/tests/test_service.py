@@ -149,6 +149,28 @@ async def test_graph_channel_finds_mentions(retrieval: Stub, vault: Path) -> Non
     assert all(c.channel == common_pb2.CHANNEL_GRAPH for i in items for c in i.channel_scores)
 
 
+async def test_a_note_named_by_an_alias_leads_the_graph_channel(
+    retrieval: Stub, tmp_path: Path
+) -> None:
+    # A vault with no entity records: the people are notes. Naming one by an alias brings its
+    # chunks into the graph channel, ahead of notes that merely share the question's words.
+    root = tmp_path / "notes"
+    write(root, "Siobhan Delorme.md", "---\naliases: [Shiv]\n---\nFriend from pharmacy school.\n")
+    write(root, "Gifts.md", "Birthday gifts: a scarf for Irene, a book for Tom.\n")
+    await index(retrieval, root)
+
+    graph = await search(retrieval, "When's Shiv's birthday?", channels=[common_pb2.CHANNEL_GRAPH])
+
+    assert [i.citation for i in graph] == ["[[Siobhan Delorme]]"]
+    both = await search(retrieval, "When's Shiv's birthday?")
+    assert both[0].citation == "[[Siobhan Delorme]]"
+
+    write(root, "Kiln.md", "---\naliases: [the big kiln]\n---\nFires at 1,240 C.\n")
+    await index(retrieval, root)
+    graph = await search(retrieval, "how hot is the big kiln", channels=[common_pb2.CHANNEL_GRAPH])
+    assert graph[0].citation == "[[Kiln]]"
+
+
 async def test_a_note_is_found_by_its_aliases_and_names_them(retrieval: Stub, vault: Path) -> None:
     # "Alice Smith" has `aliases: [Ali]`, a word its text never uses: the alias is part of what
     # is searched, and comes back for the briefing to say that Ali is Alice.

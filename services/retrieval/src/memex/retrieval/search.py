@@ -1,9 +1,10 @@
 """Hybrid search (SPEC B5): run the channels, fuse, adjust, optionally rerank, resolve citations.
 
 Channels: ``vector`` and ``keyword`` over chunks (and over any record collections the filter
-names explicitly), ``graph`` (chunks mentioning entities named in the query, then chunks of the
-wikilink neighbourhood of those entities' notes and of the top vector/keyword results, ranked by
-vector similarity), ``beliefs`` (active, plus contested when asked) and ``observations``.
+names explicitly), ``graph`` (the chunks of notes the query names by title or alias, then chunks
+mentioning entities named in the query, then chunks of the wikilink neighbourhood of those notes
+and entities and of the top vector/keyword results, ranked by vector similarity), ``beliefs``
+(active, plus contested when asked) and ``observations``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from memex.retrieval import metrics
+from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.chunking import search_text
@@ -128,6 +129,7 @@ class Searcher:
         self._reranker = reranker
         self._today = today
         self._matchers: dict[str, tuple[str, EntityMatcher]] = {}
+        self._note_names: dict[str, tuple[str, note_names.NoteNames]] = {}
 
     def _check(self, query: Query) -> tuple[tuple[str, ...], int]:
         if not query.text.strip():
@@ -249,9 +251,18 @@ class Searcher:
         self, query: Query, vector: Any, base: SearchFilter, found: dict[str, list[Hit]]
     ) -> list[Hit]:
         store, tenant, depth = self._store, query.tenant, self._t.depth
+        named_notes = (await self._names(tenant))(query.text)
+        own: list[Hit] = []
+        if named_notes:
+            flt = dataclasses.replace(base, note_ids=frozenset(named_notes))
+            # Scored as a chunk naming a named entity is (1): the raw scores are what convex
+            # fusion reads, and a named note is as good a graph hit as a mention.
+            own = [
+                Hit(h.id, 1.0) for h in await store.search_chunks_vector(tenant, vector, depth, flt)
+            ]
         named = list((await self._matcher(tenant))(query.text))
         mentioned = await store.chunks_mentioning(tenant, named, depth, base) if named else []
-        seeds: set[str] = set()
+        seeds: set[str] = set(named_notes)
         if named:
             notes = await store.notes_for_records(tenant, [f"entities:{e}" for e in named])
             seeds |= {n.id for n in notes.values()}
@@ -263,13 +274,29 @@ class Searcher:
         neighbours: set[str] = set()
         for linked in (await store.linked_notes(tenant, sorted(seeds))).values():
             neighbours |= linked
-        neighbours -= {v.note.id for v in views.values()}
+        neighbours -= {v.note.id for v in views.values()} | set(named_notes)
         around: list[Hit] = []
         if neighbours:
             flt = dataclasses.replace(base, note_ids=frozenset(neighbours))
             around = await store.search_chunks_vector(tenant, vector, depth, flt)
-        seen = {h.id for h in mentioned}
-        return (mentioned + [h for h in around if h.id not in seen])[:depth]
+        ranked: list[Hit] = []
+        seen: set[str] = set()
+        for hit in own + mentioned + around:
+            if hit.id not in seen:
+                seen.add(hit.id)
+                ranked.append(hit)
+        return ranked[:depth]
+
+    async def _names(self, tenant: str) -> note_names.NoteNames:
+        """The tenant's note titles and aliases, reloaded only when an index run changed its
+        notes."""
+        token = await self._store.get_meta(tenant, note_names.NOTE_NAMES_META) or ""
+        cached = self._note_names.get(tenant)
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        names = await note_names.load(self._store, tenant)
+        self._note_names[tenant] = (token, names)
+        return names
 
     async def _matcher(self, tenant: str) -> EntityMatcher:
         """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from memex.retrieval import metrics
+from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import MODEL_META, Embedder
 from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
@@ -118,6 +118,8 @@ class Indexer:
         matcher = await self.entity_matcher(tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
         await self.refresh_mentions(tenant, matcher)
+        if summary.added or summary.updated or summary.removed:
+            await note_names.touch(self._store, tenant)
         if held and held != str(vault) and summary.removed:
             summary.warnings.append(other_vault_warning(held, str(vault), summary.removed))
         # Only now is every vector of this model: searches refused until here (check_model).
