@@ -74,7 +74,8 @@ $(UV):
 # ggml's AMX kernels (Sapphire Rapids and later) segfault on the first batched prompt with Q4_K_M
 # weights (ggml-org/llama.cpp#20824, open): they are left out, and the compiler flags are part of
 # the key, so a wheel built with them is rebuilt. AVX-512 and AVX2 are still used where present.
-LLAMA_FLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+# x86 only: the flags mean nothing to an Arm compiler, which refuses them.
+LLAMA_FLAGS := $(if $(filter x86_64 amd64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 LLAMA_KEY := $(shell (cat scripts/source-packages.txt /proc/cpuinfo 2>/dev/null; echo 'llama $(LLAMA_FLAGS)') | grep -E '^(llama|flags)' | sort -u | sha256sum | cut -c1-12)
 LLAMA_CPP := $(WHEELS)/.llama_cpp_python-0.3.36-$(LLAMA_KEY).built
 $(LLAMA_CPP): | $(UV)
