@@ -259,6 +259,21 @@ def test_a_question_that_names_something_needs_a_source_that_mentions_it(
     assert on_topic(question, read("3 [1].", [book]), [book]) is expected
 
 
+def test_a_name_counts_anywhere_in_the_cited_note_as_shown() -> None:
+    # The cited chunk (a table of gifts) never says "Mom"; the same note's opening, also shown,
+    # does. Another note's chunk saying it does not count.
+    question = "What did I give Mom for her birthday this year?"
+    table = "## Birthday gifts\n| Year | Gift |\n| 2026 (65) | Framed print of the Hopewell Rocks |"
+    gifts = source(1, table, "Irene Marchand", episode_id="irene")
+    opening = source(
+        2, "relationship: mother\nMom. Retired teacher.", "Irene Marchand", episode_id="irene"
+    )
+    elsewhere = source(2, "Phoned Mom on Sunday.", "2026-11-29")
+    answer = "I gave her a framed print of the Hopewell Rocks [1]."
+    assert on_topic(question, read(answer, [gifts, opening]), [gifts, opening])
+    assert not on_topic(question, read(answer, [gifts, elsewhere]), [gifts, elsewhere])
+
+
 def test_a_figure_the_source_does_not_hold_leaves_the_claim_an_inference() -> None:
     race = source(1, "Ran the Kirkstall half marathon in the rain.", "Kirkstall")
     assert grade("I ran the Kirkstall half marathon in 2:04:37.", race).support == "inference"

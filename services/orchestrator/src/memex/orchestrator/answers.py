@@ -427,10 +427,14 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     "rating: 3" in another book's note is not about that book."""
     cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
     seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt}")}
-    # A name counts anywhere in the cited chunk, not only in the part of it that was shown.
+    # A name counts anywhere in the cited note as it was shown: in the cited chunk, not only in
+    # the part of it that was shown, and in the note's other chunks shown ("Mom." opens Irene's
+    # note; her "Birthday gifts" table, the chunk cited, never says it).
+    notes = {s.item.episode_id for s in cited if s.item.episode_id}
+    same_notes = [s for s in sources if s in cited or s.item.episode_id in notes]
     mentioned = {
         term
-        for s in cited
+        for s in same_notes
         for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.item.text}")
     }
     named = names(question)
