@@ -76,6 +76,24 @@ def test_a_long_chunk_is_tightened_to_the_sentences_that_match_the_question() ->
     assert all(p.text == text[p.start : p.end] for p in parts)  # verbatim slices
 
 
+def test_words_that_name_the_note_place_the_excerpt_only_when_nothing_else_does() -> None:
+    # "my 2025 return" names the note "Tax return 2025": its title heading matched two words,
+    # the refund's sentence one, and the window stopped short of the refund.
+    filler = "\n".join(f"- Receipt {n}: something claimed that year." for n in range(12))
+    text = (
+        f"# Tax return 2025\nFiled Mar 28 with the free version.\n{filler}\n"
+        "**Result: refund of $1,184.62.** CRA direct deposit landed on April 9."
+    )
+    tax = item(1, text, title="Tax return 2025")
+    [source] = select([tax], "How much did I get back from CRA on my 2025 return?", **_ONE)
+    assert "$1,184.62" in source.excerpt
+    [source] = select([tax], "When did I file my 2025 tax return?", **_ONE)
+    assert "Filed Mar 28" in source.excerpt  # only the note's words: they place it, as before
+
+
+_ONE = {"token_budget": 1000, "excerpt_chars": 200, "limit": 8}
+
+
 def test_every_sentence_that_matches_as_well_as_the_best_is_kept_with_its_table_header() -> None:
     rows = "\n".join(
         f"| {m} | Book number {n} | fine |"

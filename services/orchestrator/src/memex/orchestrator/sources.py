@@ -121,18 +121,23 @@ def _shorten(text: str, cap: int) -> str:
     return text if len(text) <= cap else text[:cap].rsplit(" ", 1)[0] + " …"
 
 
-def tighten(text: str, query: Counter[str], cap: int) -> tuple[str, tuple[Segment, ...]]:
-    """The part of ``text`` worth showing for ``query``: all of it when it fits in ``cap``
-    characters, else the sentences that match it best, each widened by its neighbours while
-    they fit. Every sentence that matches as well as the best one is kept, not only the first:
-    "Which novel did I read in November?" matches "Managed nine by November." and a table's
-    "| Nov | Piranesi |" row alike, and a window around the first alone cut the row off. A
-    table row brings its table's header row, which says what its cells are."""
+def tighten(
+    text: str, query: Counter[str], cap: int, fallback: Counter[str] | None = None
+) -> tuple[str, tuple[Segment, ...]]:
+    """The part of ``text`` worth showing for ``query`` (``fallback`` when no sentence holds a
+    word of ``query``): all of it when it fits in ``cap`` characters, else the sentences that
+    match it best, each widened by its neighbours while they fit. Every sentence that matches
+    as well as the best one is kept, not only the first: "Which novel did I read in November?"
+    matches "Managed nine by November." and a table's "| Nov | Piranesi |" row alike, and a
+    window around the first alone cut the row off. A table row brings its table's header row,
+    which says what its cells are."""
     text = text.strip()
     parts = segments(text)
     if len(text) <= cap or not parts:
         return _shorten(text, cap), tuple(parts)
     scores = [overlap_score(query, p.text) for p in parts]
+    if max(scores) == 0 and fallback:
+        scores = [overlap_score(fallback, p.text) for p in parts]
     top = max(scores)
     chosen: set[int] = set()
     for anchor in [i for i, score in enumerate(scores) if score == top] if top > 0 else [0]:
@@ -296,7 +301,12 @@ def select(
         if not key or key in seen:
             continue
         cap = excerpt_chars if chosen or lead_excerpt_chars is None else lead_excerpt_chars
-        excerpt, parts = tighten(item.text, query, cap)
+        # The words of the question that name the note ("my 2025 return" of "Tax return
+        # 2025") match its title heading, not the passage that answers: they place the window
+        # only when nothing else does.
+        named = set(terms(item.title))
+        focus = Counter({term: n for term, n in query.items() if term not in named})
+        excerpt, parts = tighten(item.text, focus, cap, query)
         source = Source(len(chosen) + 1, item, excerpt, parts, aliases_used(item, question))
         cost = _cost(source)
         if chosen and used + cost > token_budget:
