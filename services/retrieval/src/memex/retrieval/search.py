@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,8 +128,8 @@ class Searcher:
         self._t = tuning
         self._reranker = reranker
         self._today = today
-        self._matchers: dict[str, tuple[str, EntityMatcher]] = {}
-        self._note_names: dict[str, tuple[str, note_names.NoteNames]] = {}
+        # (meta key, tenant) -> (the token the indexer last wrote under that key, what it built)
+        self._derived: dict[tuple[str, str], tuple[str, Any]] = {}
 
     def _check(self, query: Query) -> tuple[tuple[str, ...], int]:
         if not query.text.strip():
@@ -290,25 +290,32 @@ class Searcher:
     async def _names(self, tenant: str) -> note_names.NoteNames:
         """The tenant's note titles and aliases, reloaded only when an index run changed its
         notes."""
-        token = await self._store.get_meta(tenant, note_names.NOTE_NAMES_META) or ""
-        cached = self._note_names.get(tenant)
-        if cached is not None and cached[0] == token:
-            return cached[1]
-        names = await note_names.load(self._store, tenant)
-        self._note_names[tenant] = (token, names)
+        names: note_names.NoteNames = await self._rebuilt(
+            tenant, note_names.NOTE_NAMES_META, lambda: note_names.load(self._store, tenant)
+        )
         return names
 
     async def _matcher(self, tenant: str) -> EntityMatcher:
         """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new
         set of entity names (vault re-index or entity upsert/delete)."""
-        token = await self._store.get_meta(tenant, MATCHER_META) or ""
-        cached = self._matchers.get(tenant)
+
+        async def build() -> EntityMatcher:
+            entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
+            return EntityMatcher({e.id: entity_names(e) for e in entities})
+
+        matcher: EntityMatcher = await self._rebuilt(tenant, MATCHER_META, build)
+        return matcher
+
+    async def _rebuilt(self, tenant: str, key: str, build: Callable[[], Awaitable[Any]]) -> Any:
+        """What ``build`` made for the tenant, made again only when the token the indexer
+        writes under the meta ``key`` has changed since."""
+        token = await self._store.get_meta(tenant, key) or ""
+        cached = self._derived.get((key, tenant))
         if cached is not None and cached[0] == token:
             return cached[1]
-        entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
-        matcher = EntityMatcher({e.id: entity_names(e) for e in entities})
-        self._matchers[tenant] = (token, matcher)
-        return matcher
+        value = await build()
+        self._derived[(key, tenant)] = (token, value)
+        return value
 
     async def _records_channel(
         self, query: Query, collection: str, vector: Any, base: SearchFilter
