@@ -9,7 +9,8 @@ import pytest
 
 from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
 from memex.retrieval.ingest.markdown import note_date, parse_note, split_frontmatter
-from memex.retrieval.ingest.notes import EntityMatcher, Sensitivity, prepare
+from memex.retrieval.ingest.notes import Sensitivity, prepare
+from memex.retrieval.names import NameMatcher
 from memex.retrieval.testing import write
 
 
@@ -302,9 +303,13 @@ def test_frontmatter_dates_in_written_forms_and_other_keys() -> None:
 
 
 def test_entity_matcher_whole_words_case_insensitive() -> None:
-    match = EntityMatcher({"alice": ["Alice Smith", "Ali"], "bob": ["Bob"]})
+    match = NameMatcher(
+        {"alice": ["Alice Smith", "Ali"], "bob": ["Bob"], "half": ["Half-Marathon"]}
+    )
     assert match("met alice smith and BOB") == ("alice", "bob")
     assert match("Alicante and Bobby") == ()
+    # Words, not characters: punctuation between a name's words may be written either way.
+    assert match("my first half marathon, then Alice-Smith's") == ("alice", "half")
 
 
 def test_a_note_that_is_not_utf8_is_read_as_obsidian_shows_it() -> None:

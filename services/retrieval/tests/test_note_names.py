@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from memex.retrieval.note_names import NoteNames
+from memex.retrieval.note_names import matcher
 
 
 def test_a_note_is_named_by_its_title_or_an_alias_in_whole_words() -> None:
-    names = NoteNames(
+    names = matcher(
         {
             "n1": ["Siobhan Delorme", "Shiv"],
             "n2": ["Cole Harbour Trail 25K"],
@@ -20,14 +20,21 @@ def test_a_note_is_named_by_its_title_or_an_alias_in_whole_words() -> None:
     assert names("Shiva the destroyer; Cole Harbour") == ()
 
 
-def test_function_words_single_letters_and_bare_numbers_never_name_a_note() -> None:
-    names = NoteNames(
-        {"n1": ["The", "A"], "n2": ["Home", "What"], "n3": ["", "   "], "n4": ["4983"]}
+def test_function_words_single_letters_bare_numbers_and_sentences_never_name_a_note() -> None:
+    names = matcher(
+        {
+            "n1": ["The", "A"],
+            "n2": ["Home", "What"],
+            "n3": ["", "   "],
+            "n4": ["4983"],
+            "n5": ["What is the home insurance for a flat"],
+        }
     )
-    assert names("What is the home insurance? A question about 4983") == ("n2",)
+    # A title of seven words or more is a sentence, not something a question names.
+    assert names("What is the home insurance for a flat? A question about 4983") == ("n2",)
 
 
 def test_one_name_can_stand_for_several_notes() -> None:
-    names = NoteNames({"n1": ["Dev"], "n2": ["Dev"], "n3": ["Dev Patel"]})
+    names = matcher({"n1": ["Dev"], "n2": ["Dev"], "n3": ["Dev Patel"]})
     assert names("Dev Patel's surname") == ("n1", "n2", "n3")
-    assert NoteNames({})("anything") == ()
+    assert matcher({})("anything") == ()

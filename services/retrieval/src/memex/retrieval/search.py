@@ -24,8 +24,8 @@ from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.chunking import search_text
 from memex.retrieval.ingest.indexer import MATCHER_META
-from memex.retrieval.ingest.notes import EntityMatcher
 from memex.retrieval.ingest.records_io import entity_names
+from memex.retrieval.names import NameMatcher
 from memex.retrieval.rerank import Reranker, combine, order
 from memex.retrieval.store.base import Hit, NoteMeta, Record, SearchFilter, Store
 from memex.shared.errors import InvalidArgument
@@ -287,23 +287,23 @@ class Searcher:
                 ranked.append(hit)
         return ranked[:depth]
 
-    async def _names(self, tenant: str) -> note_names.NoteNames:
+    async def _names(self, tenant: str) -> NameMatcher:
         """The tenant's note titles and aliases, reloaded only when an index run changed its
         notes."""
-        names: note_names.NoteNames = await self._rebuilt(
+        names: NameMatcher = await self._rebuilt(
             tenant, note_names.NOTE_NAMES_META, lambda: note_names.load(self._store, tenant)
         )
         return names
 
-    async def _matcher(self, tenant: str) -> EntityMatcher:
+    async def _matcher(self, tenant: str) -> NameMatcher:
         """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new
         set of entity names (vault re-index or entity upsert/delete)."""
 
-        async def build() -> EntityMatcher:
+        async def build() -> NameMatcher:
             entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
-            return EntityMatcher({e.id: entity_names(e) for e in entities})
+            return NameMatcher({e.id: entity_names(e) for e in entities})
 
-        matcher: EntityMatcher = await self._rebuilt(tenant, MATCHER_META, build)
+        matcher: NameMatcher = await self._rebuilt(tenant, MATCHER_META, build)
         return matcher
 
     async def _rebuilt(self, tenant: str, key: str, build: Callable[[], Awaitable[Any]]) -> Any:

@@ -22,7 +22,6 @@ from memex.retrieval.embedder import MODEL_META, Embedder
 from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.notes import (
-    EntityMatcher,
     PreparedNote,
     Sensitivity,
     fingerprint,
@@ -30,6 +29,7 @@ from memex.retrieval.ingest.notes import (
     with_vectors,
 )
 from memex.retrieval.ingest.records_io import entity_names, parse_jsonl
+from memex.retrieval.names import NameMatcher
 from memex.retrieval.store.base import Record, SearchFilter, Store
 
 log = logging.getLogger(__name__)
@@ -196,12 +196,12 @@ class Indexer:
         return written
 
     # -- entities and mentions -----------------------------------------------------------------
-    async def entity_matcher(self, tenant: str) -> EntityMatcher:
+    async def entity_matcher(self, tenant: str) -> NameMatcher:
         """A matcher over every entity record's names."""
         entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
-        return EntityMatcher({e.id: entity_names(e) for e in entities})
+        return NameMatcher({e.id: entity_names(e) for e in entities})
 
-    async def refresh_mentions(self, tenant: str, matcher: EntityMatcher) -> None:
+    async def refresh_mentions(self, tenant: str, matcher: NameMatcher) -> None:
         """Recomputes the mentions of entities whose names changed since the last run (notes
         indexed before an entity existed learn about it here)."""
         before = json.loads(await self._store.get_meta(tenant, MATCHER_META) or "{}")
@@ -211,7 +211,7 @@ class Indexer:
             names = matcher.names.get(entity, [])
             chunk_ids: list[str] = []
             if names:
-                single = EntityMatcher({entity: names})
+                single = NameMatcher({entity: names})
                 hits = await self._store.search_chunks_keyword(
                     tenant, " ".join(names), 100_000, SearchFilter()
                 )
@@ -225,7 +225,7 @@ class Indexer:
         self,
         tenant: str,
         files: list[vault_io.VaultFile],
-        matcher: EntityMatcher,
+        matcher: NameMatcher,
         summary: IndexSummary,
         full: bool,
         progress: Progress | None,

@@ -167,28 +167,3 @@ def with_vectors(prepared: PreparedNote, vectors: Sequence[Sequence[float]]) -> 
         for i, p in enumerate(prepared.pieces)
     )
     return dataclasses.replace(n, chunks=chunks)
-
-
-class EntityMatcher:
-    """Finds entity names (whole words, case-insensitive) in text."""
-
-    def __init__(self, names: dict[str, list[str]]) -> None:
-        self.names = names
-        by_name: dict[str, set[str]] = {}
-        for entity, entity_names in names.items():
-            for name in entity_names:
-                by_name.setdefault(name.casefold(), set()).add(entity)
-        self._by_name = by_name
-        alternation = "|".join(re.escape(n) for n in sorted(by_name, key=len, reverse=True))
-        self._pattern = (
-            re.compile(rf"(?<!\w)(?:{alternation})(?!\w)", re.IGNORECASE) if alternation else None
-        )
-
-    def __call__(self, text: str) -> tuple[str, ...]:
-        """Ids of the entities named in ``text``, sorted."""
-        if self._pattern is None:
-            return ()
-        found: set[str] = set()
-        for match in self._pattern.finditer(text):
-            found |= self._by_name.get(match.group(0).casefold(), set())
-        return tuple(sorted(found))
