@@ -78,6 +78,8 @@ class Reading:
     support: float  # how well the best-supported claim is covered by its cited sentence
     attributed: bool  # citations found for an answer that cited nothing itself
     reanchored: int = 0  # claims whose number named the wrong source, moved to the right one
+    # claims that named several sources, of which those that do not support it were let go
+    pruned: int = 0
     claims: tuple[str, ...] = ()  # the answer's sentences, without their numbers
     # An amount of money the answer gives that no source shown writes as money: made up, or
     # read from a measure ("$4" from "brake pads at 4 mm").
@@ -228,7 +230,9 @@ class _Claim:
     text: str
     named: list[Source] = field(default_factory=list)
     markers: list[tuple[int, int]] = field(default_factory=list)  # spans in the answer
-    moved: bool = False
+    marked: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # span: its numbers
+    moved: bool = False  # its numbers now name the source that holds it (re-anchored)
+    pruned: bool = False  # some of its numbers were let go (they did not support it)
 
 
 def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
@@ -239,13 +243,14 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
     uncited = 0  # sentences just before this one that named no source
     for piece in _pieces(text):
         named: list[Source] = []
-        spans: list[tuple[int, int]] = []
+        spans: dict[tuple[int, int], list[int]] = {}
         for match in MARKER.finditer(piece.text):
             found, missing = _cited(match, sources)
             named.extend(found)
             dropped.extend(missing)
             if found:
-                spans.append((piece.start + match.start(), piece.start + match.end()))
+                span = (piece.start + match.start(), piece.start + match.end())
+                spans[span] = [s.number for s in found]
         claim = MARKER.sub(" ", piece.text).strip()
         # A number vouches for its sentence and for the uncited sentences right before it
         # ("... due in January. Paid in cash. [2]"); numbers alone ("[1][2]") belong to the
@@ -259,6 +264,7 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
             for target in targets:
                 target.named.extend(named)
                 target.markers.extend(spans)
+                target.marked.update(spans)
             uncited = 0
         elif terms(claim):
             uncited += 1
@@ -277,17 +283,46 @@ def _reanchor(claim: _Claim, sources: Sequence[Source]) -> None:
         claim.named, claim.moved = [best[1]], True
 
 
-def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
-    """``text`` with the markers of moved claims naming the sources they were moved to."""
+def _prune(claim: _Claim, text: str) -> bool:
+    """Lets go of the sources that one place in a claim cites together ("[1][2]", "[2, 3]")
+    and that support it only by inference, when another source cited there supports it
+    (paraphrase or better): "register to vote at the new address [1][2]" rests on the
+    checklist, not on the meeting note beside it. Numbers in different places of a sentence
+    ("£800 [1], and the boiler got fixed [2]") each cite their own part and are left alone.
+    Whether it let any go."""
+    holds = {s.number: grade(claim.text, s).support != "inference" for s in claim.named}
+    places: list[list[int]] = []
+    last_end = -1
+    for start, end in sorted(claim.marked):
+        if not places or text[last_end:start].strip():  # words between: another place
+            places.append([])
+        places[-1] += claim.marked[(start, end)]
+        last_end = end
+    kept = {n for place in places for n in ([n for n in place if holds[n]] or place)}
+    if kept >= set(holds):
+        return False
+    claim.named, claim.pruned = [s for s in claim.named if s.number in kept], True
+    return True
+
+
+def _renumbered(text: str, claims: Sequence[_Claim], sources: Sequence[Source]) -> str:
+    """``text`` with the markers of moved claims naming the sources they were moved to, and
+    those of pruned claims without the numbers let go (a marker left with none goes)."""
     numbers_at: dict[tuple[int, int], list[int]] = {}
     for claim in claims:
         for span in claim.markers:
             numbers_at.setdefault(span, []).extend(s.number for s in claim.named)
     moved = {span for claim in claims if claim.moved for span in claim.markers}
+    pruned = {span for claim in claims if claim.pruned for span in claim.markers} - moved
     out, at = [], 0
-    for start, end in sorted(moved):
-        wanted = ", ".join(str(n) for n in dict.fromkeys(numbers_at[(start, end)]))
-        out += [text[at:start], f"[{wanted}]"]
+    for start, end in sorted(moved | pruned):
+        wanted = list(dict.fromkeys(numbers_at[(start, end)]))
+        if (start, end) in pruned:  # the numbers it wrote, in its order, less those let go
+            match = MARKER.fullmatch(text, start, end)
+            written = [s.number for s in _cited(match, sources)[0]] if match else wanted
+            wanted = [n for n in dict.fromkeys(written) if n in wanted]
+        marker = f"[{', '.join(str(n) for n in wanted)}]" if wanted else ""
+        out += [text[at:start].rstrip(" ") if not marker else text[at:start], marker]
         at = end
     return "".join(out) + text[at:]
 
@@ -298,8 +333,9 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
     for claim in claims:
         _reanchor(claim, sources)
     reanchored = sum(claim.moved for claim in claims)
-    if reanchored:
-        text = _renumbered(text, claims)
+    pruned = sum(_prune(claim, text) for claim in claims if not claim.moved)
+    if reanchored or pruned:
+        text = _renumbered(text, claims, sources)
     best: dict[int, tuple[_Grade, Source]] = {}
     order: list[int] = []
     cited = len(dropped)
@@ -351,6 +387,7 @@ def read(text: str, sources: Sequence[Source]) -> Reading:
         support=max((g.cover for g, _ in best.values()), default=0.0),
         attributed=attributed,
         reanchored=reanchored,
+        pruned=pruned,
         claims=tuple(claim.text for claim in claims),
         unfounded_money=any(
             _unfounded_money(claim, claim.named or [s for _, s in best.values()], sources)
