@@ -205,6 +205,23 @@ def test_sources_that_each_hold_a_claim_they_share_a_number_with_are_all_kept() 
     assert [c.ref for c in reading.citations] == ["[[Ron]]", "[[Open day]]"]
 
 
+def test_a_sentence_that_restates_the_question_keeps_the_number_it_shares() -> None:
+    sources = [
+        source(1, "The AGM voted on the rent. I still need to write up the voting.", "AGM"),
+        source(2, "- (to do) Register to vote at the new address.", "Checklist"),
+    ]
+    question = "Is there something I still need to do about voting?"
+    text = (
+        "Yes, there is something I still need to do about voting. "
+        "I need to register to vote at the new address. [2]"
+    )
+    assert read(text, sources).reanchored == 1  # read without its question: moved to [1]
+    reading = read(text, sources, question)
+    assert reading.reanchored == 0
+    assert [(c.ref, c.support) for c in reading.citations] == [("[[Checklist]]", "paraphrase")]
+    assert reading.answer.endswith("at the new address. [[Checklist]]")
+
+
 def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() -> None:
     reading = read("Ron grows prize-winning leeks in Harrogate [1].", SOURCES)
     assert reading.reanchored == 0

@@ -271,11 +271,17 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
     return claims, dropped
 
 
-def _reanchor(claim: _Claim, sources: Sequence[Source]) -> None:
+def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
     """Moves ``claim`` to the shown source that supports it (paraphrase or better) when the
-    sources it names support it only by inference."""
+    sources it names support it only by inference. A claim that only restates the question
+    ("Yes, there is something I still need to do about voting.") holds no fact to move: its
+    number, closing the sentence after it too, was meant for that one."""
     named = list(dict.fromkeys(claim.named))
-    if not named or any(grade(claim.text, s).support != "inference" for s in named):
+    if (
+        not named
+        or not _says_more(claim.text, question)
+        or any(grade(claim.text, s).support != "inference" for s in named)
+    ):
         return
     graded = [(grade(claim.text, s), s) for s in sources if s not in named]
     best = max(graded, key=lambda pair: (_RANK[pair[0].support], pair[0].cover), default=None)
@@ -327,11 +333,12 @@ def _renumbered(text: str, claims: Sequence[_Claim], sources: Sequence[Source]) 
     return "".join(out) + text[at:]
 
 
-def read(text: str, sources: Sequence[Source]) -> Reading:
-    """Grounds and grades a numbered answer against the sources it was written from."""
+def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
+    """Grounds and grades a numbered answer to ``question`` against the sources it was
+    written from."""
     claims, dropped = _claims(text, sources)
     for claim in claims:
-        _reanchor(claim, sources)
+        _reanchor(claim, sources, question)
     reanchored = sum(claim.moved for claim in claims)
     pruned = sum(_prune(claim, text) for claim in claims if not claim.moved)
     if reanchored or pruned:
@@ -409,11 +416,14 @@ def _unfounded_money(claim: _Claim, cited: Sequence[Source], sources: Sequence[S
     return False
 
 
-def read_reply(prose: str, citations_tail: str, sources: Sequence[Source]) -> Reading:
-    """Reads a reply: its numbers first; else a ``@@CITATIONS@@`` JSON tail, which larger
-    models trained on the chat format may write and which is policed by SPEC B10's table; else
-    sources attributed to uncited sentences that one of them plainly holds."""
-    reading = read(prose, sources)
+def read_reply(
+    prose: str, citations_tail: str, sources: Sequence[Source], question: str = ""
+) -> Reading:
+    """Reads a reply to ``question``: its numbers first; else a ``@@CITATIONS@@`` JSON tail,
+    which larger models trained on the chat format may write and which is policed by SPEC
+    B10's table; else sources attributed to uncited sentences that one of them plainly
+    holds."""
+    reading = read(prose, sources, question)
     if (reading.citations and not reading.attributed) or not citations_tail.strip():
         return reading
     citations, report = police(parse_citations(citations_tail), [s.item for s in sources])
@@ -441,6 +451,7 @@ _YES_NO_QUESTION = re.compile(
 _POINTING = frozenset(
     terms("following follows listed mentioned below above sources notes excerpts")
 )
+_YES_NO = frozenset(terms("yes no"))
 
 
 def informative(question: str, reading: Reading) -> bool:
@@ -450,8 +461,14 @@ def informative(question: str, reading: Reading) -> bool:
     sources instead of answering. A yes/no question may be answered by "Yes [1]"."""
     if _YES_NO_QUESTION.match(question):
         return True
-    said = set(terms(question)) | _POINTING
-    return any(term not in said for claim in reading.claims for term in terms(claim))
+    return any(_says_more(claim, question) for claim in reading.claims)
+
+
+def _says_more(claim: str, question: str) -> bool:
+    """Whether ``claim`` has a word that neither ``question`` nor pointing at sources has
+    ("yes" and "no" aside: on their own they hold no fact a source could)."""
+    said = set(terms(question)) | _POINTING | _YES_NO
+    return any(term not in said for term in terms(claim))
 
 
 def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool:
@@ -517,8 +534,9 @@ class ReplyStream:
     ``@@CITATIONS@@`` tail kept apart (SPEC B9), cut at the first repeated sentence, source
     numbers shown as refs as they arrive; then read as a whole (``read``)."""
 
-    def __init__(self, sources: Sequence[Source]) -> None:
+    def __init__(self, sources: Sequence[Source], question: str = "") -> None:
         self._sources = list(sources)
+        self._question = question
         self._filter = StreamFilter()
         self._guard = RepeatGuard()
         self._refs = RefStream(sources)
@@ -549,4 +567,6 @@ class ReplyStream:
 
     def read(self) -> Reading:
         """The whole reply, grounded and graded (``read_reply``)."""
-        return read_reply(self._guard.kept, self._filter.citations_text, self._sources)
+        return read_reply(
+            self._guard.kept, self._filter.citations_text, self._sources, self._question
+        )

@@ -274,7 +274,12 @@ class Asker:
                 quick: Reading | None = None
                 with timed("synthesize"):
                     async for piece in self._answer(
-                        answer_messages(persona, first, query), first, persona, withheld, started
+                        query,
+                        answer_messages(persona, first, query),
+                        first,
+                        persona,
+                        withheld,
+                        started,
                     ):
                         if isinstance(piece, Draft):
                             drafted = True
@@ -293,6 +298,7 @@ class Asker:
                 # generate and filter, then police (``_answer``), then ask's own abstention rules
                 with timed("synthesize"):
                     async for piece in self._answer(
+                        query,
                         answer_messages(persona, sources, query),
                         sources,
                         persona,
@@ -346,6 +352,7 @@ class Asker:
 
     async def _read(
         self,
+        question: str,
         messages: list[ChatMessage],
         sources: list[Source],
         persona: Persona,
@@ -354,7 +361,7 @@ class Asker:
         """One unstreamed answer to ``messages`` over ``sources``, and what checking makes of
         it."""
         reading: Reading | None = None
-        async for piece in self._answer(messages, sources, persona, withheld, None):
+        async for piece in self._answer(question, messages, sources, persona, withheld, None):
             if isinstance(piece, Reading):
                 reading = piece
         assert reading is not None  # _answer always ends with its reading
@@ -377,16 +384,17 @@ class Asker:
 
     async def _answer(
         self,
+        question: str,
         messages: list[ChatMessage],
         sources: list[Source],
         persona: Persona,
         withheld: list[ShownItem],
         started: float | None,
     ) -> AsyncGenerator[Draft | Reading, None]:
-        """Generate and filter, then police: streams the model's answer as Drafts, then yields
-        what checking makes of it. The first words are timed from ``started`` (None: a
-        revision, not timed)."""
-        reply = ReplyStream(sources)
+        """Generate and filter, then police: streams the model's answer to ``question`` as
+        Drafts, then yields what checking makes of it. The first words are timed from
+        ``started`` (None: a revision, not timed)."""
+        reply = ReplyStream(sources, question)
         generated = self._p.generator.stream(
             reply,
             purpose="ask_synthesize",
@@ -421,7 +429,7 @@ class Asker:
             f"supported: {', '.join(weak) or 'none'}."
         )
         messages = revise_messages(persona, sources, question, draft.answer, problems)
-        return await self._read(messages, sources, persona, withheld)
+        return await self._read(question, messages, sources, persona, withheld)
 
 
 def _count(result: AskResult) -> None:

@@ -152,7 +152,7 @@ class Chatter:
             ]
             messages.append(ChatMessage("user", chat_turn(sources, message)))
             # generate and filter
-            streamed = ReplyStream(sources)
+            streamed = ReplyStream(sources, message)
             generated = p.generator.stream(
                 streamed,
                 purpose="chat",
