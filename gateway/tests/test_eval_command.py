@@ -17,6 +17,7 @@ import pytest
 from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.testing import free_port
 
 # question -> (answer, abstained, cited refs)
@@ -44,6 +45,13 @@ QUESTIONS = [
     {"id": "dentist", "question": "Who is my dentist?", "answerable": False},
     {"id": "broken", "question": "Will this fail?", "answerable": True, "gold": ["X"]},
 ]  # fmt: skip
+
+
+class Reasoner(reasoner_pb2_grpc.ReasonerServiceServicer):
+    """Says how fast it prefilled when it loaded, as the real one does."""
+
+    async def Info(self, request: Any, context: Any) -> reasoner_pb2.InfoResponse:
+        return reasoner_pb2.InfoResponse(engine="stub", prefill_tokens_per_second=87.54)
 
 
 class Orchestrator(orchestrator_pb2_grpc.OrchestratorServiceServicer):
@@ -132,12 +140,22 @@ async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Orchestra
     server = grpc.aio.server()
     orchestrator_pb2_grpc.add_OrchestratorServiceServicer_to_server(orchestrator, server)
     port = server.add_insecure_port("127.0.0.1:0")
+    reasoner = grpc.aio.server()
+    reasoner_pb2_grpc.add_ReasonerServiceServicer_to_server(Reasoner(), reasoner)  # type: ignore[abstract]
+    reasoner_port = reasoner.add_insecure_port("127.0.0.1:0")
     await server.start()
-    env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_ORCHESTRATOR_PORT": str(port)}
+    await reasoner.start()
+    env = {
+        **os.environ,
+        "MEMEX_DATA_DIR": str(tmp_path),
+        "MEMEX_ORCHESTRATOR_PORT": str(port),
+        "MEMEX_REASONER_PORT": str(reasoner_port),
+    }
     try:
         yield env, orchestrator
     finally:
         await server.stop(None)
+        await reasoner.stop(None)
 
 
 async def memex(env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[int, str, str]:
@@ -189,6 +207,8 @@ async def test_eval_json_has_every_row_and_timings(stack: Any, tmp_path: Path) -
     assert code == 0
     report = json.loads(out)
     assert (report["questions"], report["model"], report["persona"]) == (3, "tiny", "analyst")
+    # The speed that sized each ask's first pass, so runs can be paired by it.
+    assert report["prefill_tokens_per_second"] == 87.5
     assert report["metrics"]["cited_correct"] == {"value": 0.5, "hits": 1, "total": 2}
     assert report["metrics"]["abstention"]["value"] == 1.0
     cost = report["rows"][0]
@@ -204,6 +224,19 @@ async def test_eval_json_has_every_row_and_timings(stack: Any, tmp_path: Path) -
     assert deposit["first_words_ms"] + 100 <= deposit["final_words_ms"] < deposit["latency_ms"]
     assert report["metrics"]["redrafted"] == {"value": 1 / 3, "hits": 1, "total": 3}
     assert report["metrics"]["latency_ms"]["p95"] >= report["metrics"]["latency_ms"]["p50"] > 0
+
+
+async def test_a_reasoner_out_of_reach_leaves_the_prefill_speed_unknown(
+    stack: Any, tmp_path: Path
+) -> None:
+    env, _ = stack
+    questions = write(tmp_path / "q.jsonl", QUESTIONS[:1])
+    code, out, err = await memex(env, "eval", str(questions))
+    assert code == 0 and "prefill 88 tokens/s at load" in out.splitlines()[0]
+    away = {**env, "MEMEX_REASONER_PORT": str(free_port())}
+    code, out, err = await memex(away, "eval", str(questions), "--json")
+    assert code == 0 and json.loads(out)["prefill_tokens_per_second"] == 0
+    assert "error" not in err
 
 
 async def test_eval_runs_questions_concurrently_when_asked(stack: Any, tmp_path: Path) -> None:

@@ -34,6 +34,9 @@ from memex.gateway.cli.eval_scoring import (
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
+from memex.shared.client import open_channel
+from memex.shared.errors import MemexError
 
 if TYPE_CHECKING:
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
@@ -224,6 +227,9 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
         "file": args.questions,
         "persona": results[0].persona if results else args.persona,
         "model": results[0].model if results else "",
+        # What sized each ask's first pass (docs/orchestrator.md): two runs of one head that
+        # measured different speeds read different sources first, so pair runs by it too.
+        "prefill_tokens_per_second": _prefill_at_load(settings),
     }
     if args.out:
         try:
@@ -241,6 +247,21 @@ def eval_command(args: argparse.Namespace, settings: StackSettings) -> int:
         if args.out:
             print(f"\nreport: {args.out}")
     return rpc.EXIT_OK
+
+
+def _prefill_at_load(settings: StackSettings) -> float:
+    """The reasoner's prefill speed, measured when it loaded; 0 when unknown or unreachable."""
+
+    async def go() -> float:
+        async with open_channel(settings.reasoner_addr, default_timeout=10) as channel:
+            stub = reasoner_pb2_grpc.ReasonerServiceStub(channel)
+            reply = await stub.Info(reasoner_pb2.InfoRequest(), timeout=10)
+            return round(reply.prefill_tokens_per_second, 1)
+
+    try:
+        return asyncio.run(go())
+    except (grpc.aio.AioRpcError, MemexError):
+        return 0.0
 
 
 def search_only(

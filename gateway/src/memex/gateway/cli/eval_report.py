@@ -112,6 +112,8 @@ def render_text(summary: Summary, rows: Sequence[Row], meta: dict[str, Any]) -> 
     head += f"{summary.unanswerable} unanswerable"
     head += f", {summary.errors} failed to run)" if summary.errors else ")"
     who = ", ".join(str(meta[k]) for k in ("persona", "model") if meta.get(k))
+    if meta.get("prefill_tokens_per_second"):
+        who += f", prefill {meta['prefill_tokens_per_second']:.0f} tokens/s at load"
     lines = [head + (f" — {who}" if who else ""), ""]
     lines += [f"  {label:<32} {value}" for label, value in metric_lines(summary)]
     failures = [r for r in rows if not r.ok]
