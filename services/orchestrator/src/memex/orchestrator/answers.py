@@ -229,8 +229,8 @@ class _Claim:
 
     text: str
     named: list[Source] = field(default_factory=list)
-    markers: list[tuple[int, int]] = field(default_factory=list)  # spans in the answer
-    marked: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # span: its numbers
+    # where its markers are in the answer, and the source numbers each names
+    markers: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     moved: bool = False  # its numbers now name the source that holds it (re-anchored)
     pruned: bool = False  # some of its numbers were let go (they did not support it)
 
@@ -263,8 +263,7 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
         if named:
             for target in targets:
                 target.named.extend(named)
-                target.markers.extend(spans)
-                target.marked.update(spans)
+                target.markers.update(spans)
             uncited = 0
         elif terms(claim):
             uncited += 1
@@ -299,10 +298,10 @@ def _prune(claim: _Claim, text: str) -> bool:
     holds = {s.number: grade(claim.text, s).support != "inference" for s in claim.named}
     places: list[list[int]] = []
     last_end = -1
-    for start, end in sorted(claim.marked):
+    for start, end in sorted(claim.markers):
         if not places or text[last_end:start].strip():  # words between: another place
             places.append([])
-        places[-1] += claim.marked[(start, end)]
+        places[-1] += claim.markers[(start, end)]
         last_end = end
     kept = {n for place in places for n in ([n for n in place if holds[n]] or place)}
     if kept >= set(holds):
@@ -311,24 +310,24 @@ def _prune(claim: _Claim, text: str) -> bool:
     return True
 
 
-def _renumbered(text: str, claims: Sequence[_Claim], sources: Sequence[Source]) -> str:
+def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
     """``text`` with the markers of moved claims naming the sources they were moved to, and
     those of pruned claims without the numbers let go (a marker left with none goes)."""
     numbers_at: dict[tuple[int, int], list[int]] = {}
+    written_at: dict[tuple[int, int], list[int]] = {}
     for claim in claims:
-        for span in claim.markers:
+        for span, written in claim.markers.items():
             numbers_at.setdefault(span, []).extend(s.number for s in claim.named)
+            written_at[span] = written
     moved = {span for claim in claims if claim.moved for span in claim.markers}
     pruned = {span for claim in claims if claim.pruned for span in claim.markers} - moved
     out, at = [], 0
     for start, end in sorted(moved | pruned):
         wanted = list(dict.fromkeys(numbers_at[(start, end)]))
         if (start, end) in pruned:  # the numbers it wrote, in its order, less those let go
-            match = MARKER.fullmatch(text, start, end)
-            written = [s.number for s in _cited(match, sources)[0]] if match else wanted
-            wanted = [n for n in dict.fromkeys(written) if n in wanted]
+            wanted = [n for n in dict.fromkeys(written_at[(start, end)]) if n in wanted]
         marker = f"[{', '.join(str(n) for n in wanted)}]" if wanted else ""
-        out += [text[at:start].rstrip(" ") if not marker else text[at:start], marker]
+        out += [text[at:start] if marker else text[at:start].rstrip(" "), marker]
         at = end
     return "".join(out) + text[at:]
 
@@ -342,7 +341,7 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     reanchored = sum(claim.moved for claim in claims)
     pruned = sum(_prune(claim, text) for claim in claims if not claim.moved)
     if reanchored or pruned:
-        text = _renumbered(text, claims, sources)
+        text = _renumbered(text, claims)
     best: dict[int, tuple[_Grade, Source]] = {}
     order: list[int] = []
     cited = len(dropped)
