@@ -185,26 +185,6 @@ def test_a_shared_closing_number_keeps_naming_what_the_other_sentence_rests_on()
     assert reading.answer == "Ron is the secretary. Rent is £48 per year. [[Ron]] [[Tenancy]]"
 
 
-def test_a_source_cited_beside_one_that_holds_the_claim_is_let_go_when_it_does_not() -> None:
-    reading = read("Rent is £48 per year [1][2]. Ron keeps the list [2, 3].", SOURCES)
-    assert reading.pruned == 2
-    assert [(c.ref, c.support) for c in reading.citations] == [
-        ("[[Tenancy]]", "verbatim"),
-        ("[[Ron]]", "verbatim"),
-    ]
-    assert reading.answer == "Rent is £48 per year [[Tenancy]]. Ron keeps the list [[Ron]]."
-
-
-def test_sources_that_each_hold_a_claim_they_share_a_number_with_are_all_kept() -> None:
-    reading = read("Ron is the secretary. Rent is £48 per year. [1][2]", SOURCES)
-    assert [c.ref for c in reading.citations] == ["[[Ron]]", "[[Tenancy]]"]
-    assert reading.answer == "Ron is the secretary. Rent is £48 per year. [[Tenancy]][[Ron]]"
-    # No source holds it: every number stays, and the answer stands or falls as a whole.
-    reading = read("Ron grows leeks in Harrogate [2][3].", SOURCES)
-    assert reading.pruned == 0
-    assert [c.ref for c in reading.citations] == ["[[Ron]]", "[[Open day]]"]
-
-
 def test_a_sentence_that_restates_the_question_keeps_the_number_it_shares() -> None:
     sources = [
         source(1, "The AGM voted on the rent. I still need to write up the voting.", "AGM"),

@@ -78,8 +78,6 @@ class Reading:
     support: float  # how well the best-supported claim is covered by its cited sentence
     attributed: bool  # citations found for an answer that cited nothing itself
     reanchored: int = 0  # claims whose number named the wrong source, moved to the right one
-    # claims that named several sources, of which those that do not support it were let go
-    pruned: int = 0
     claims: tuple[str, ...] = ()  # the answer's sentences, without their numbers
     # An amount of money the answer gives that no source shown writes as money: made up, or
     # read from a measure ("$4" from "brake pads at 4 mm").
@@ -229,10 +227,8 @@ class _Claim:
 
     text: str
     named: list[Source] = field(default_factory=list)
-    # where its markers are in the answer, and the source numbers each names
-    markers: dict[tuple[int, int], list[int]] = field(default_factory=dict)
-    moved: bool = False  # its numbers now name the source that holds it (re-anchored)
-    pruned: bool = False  # some of its numbers were let go (they did not support it)
+    markers: list[tuple[int, int]] = field(default_factory=list)  # spans in the answer
+    moved: bool = False
 
 
 def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
@@ -243,14 +239,13 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
     uncited = 0  # sentences just before this one that named no source
     for piece in _pieces(text):
         named: list[Source] = []
-        spans: dict[tuple[int, int], list[int]] = {}
+        spans: list[tuple[int, int]] = []
         for match in MARKER.finditer(piece.text):
             found, missing = _cited(match, sources)
             named.extend(found)
             dropped.extend(missing)
             if found:
-                span = (piece.start + match.start(), piece.start + match.end())
-                spans[span] = [s.number for s in found]
+                spans.append((piece.start + match.start(), piece.start + match.end()))
         claim = MARKER.sub(" ", piece.text).strip()
         # A number vouches for its sentence and for the uncited sentences right before it
         # ("... due in January. Paid in cash. [2]"); numbers alone ("[1][2]") belong to the
@@ -263,7 +258,7 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
         if named:
             for target in targets:
                 target.named.extend(named)
-                target.markers.update(spans)
+                target.markers.extend(spans)
             uncited = 0
         elif terms(claim):
             uncited += 1
@@ -288,46 +283,17 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
         claim.named, claim.moved = [best[1]], True
 
 
-def _prune(claim: _Claim, text: str) -> bool:
-    """Lets go of the sources that one place in a claim cites together ("[1][2]", "[2, 3]")
-    and that support it only by inference, when another source cited there supports it
-    (paraphrase or better): "register to vote at the new address [1][2]" rests on the
-    checklist, not on the meeting note beside it. Numbers in different places of a sentence
-    ("£800 [1], and the boiler got fixed [2]") each cite their own part and are left alone.
-    Whether it let any go."""
-    holds = {s.number: grade(claim.text, s).support != "inference" for s in claim.named}
-    places: list[list[int]] = []
-    last_end = -1
-    for start, end in sorted(claim.markers):
-        if not places or text[last_end:start].strip():  # words between: another place
-            places.append([])
-        places[-1] += claim.markers[(start, end)]
-        last_end = end
-    kept = {n for place in places for n in ([n for n in place if holds[n]] or place)}
-    if kept >= set(holds):
-        return False
-    claim.named, claim.pruned = [s for s in claim.named if s.number in kept], True
-    return True
-
-
 def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
-    """``text`` with the markers of moved claims naming the sources they were moved to, and
-    those of pruned claims without the numbers let go (a marker left with none goes)."""
+    """``text`` with the markers of moved claims naming the sources they were moved to."""
     numbers_at: dict[tuple[int, int], list[int]] = {}
-    written_at: dict[tuple[int, int], list[int]] = {}
     for claim in claims:
-        for span, written in claim.markers.items():
+        for span in claim.markers:
             numbers_at.setdefault(span, []).extend(s.number for s in claim.named)
-            written_at[span] = written
     moved = {span for claim in claims if claim.moved for span in claim.markers}
-    pruned = {span for claim in claims if claim.pruned for span in claim.markers} - moved
     out, at = [], 0
-    for start, end in sorted(moved | pruned):
-        wanted = list(dict.fromkeys(numbers_at[(start, end)]))
-        if (start, end) in pruned:  # the numbers it wrote, in its order, less those let go
-            wanted = [n for n in dict.fromkeys(written_at[(start, end)]) if n in wanted]
-        marker = f"[{', '.join(str(n) for n in wanted)}]" if wanted else ""
-        out += [text[at:start] if marker else text[at:start].rstrip(" "), marker]
+    for start, end in sorted(moved):
+        wanted = ", ".join(str(n) for n in dict.fromkeys(numbers_at[(start, end)]))
+        out += [text[at:start], f"[{wanted}]"]
         at = end
     return "".join(out) + text[at:]
 
@@ -339,8 +305,7 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     for claim in claims:
         _reanchor(claim, sources, question)
     reanchored = sum(claim.moved for claim in claims)
-    pruned = sum(_prune(claim, text) for claim in claims if not claim.moved)
-    if reanchored or pruned:
+    if reanchored:
         text = _renumbered(text, claims)
     best: dict[int, tuple[_Grade, Source]] = {}
     order: list[int] = []
@@ -393,7 +358,6 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
         support=max((g.cover for g, _ in best.values()), default=0.0),
         attributed=attributed,
         reanchored=reanchored,
-        pruned=pruned,
         claims=tuple(claim.text for claim in claims),
         unfounded_money=any(
             _unfounded_money(claim, claim.named or [s for _, s in best.values()], sources)

@@ -315,8 +315,6 @@ class Asker:
                 stages.append("attribute")
             if reading.reanchored:
                 stages.append("reanchor")
-            if reading.pruned:
-                stages.append("prune")
             if "revise" in persona.stages:
                 with timed("revise"):
                     reading = await self._revise(query, sources, persona, reading, withheld)
