@@ -9,7 +9,7 @@ from typing import Any
 
 from memex.retrieval.fusion import ChannelHit
 from memex.retrieval.ingest.indexer import Indexer
-from memex.retrieval.ingest.records_io import build_record
+from memex.retrieval.ingest.records_io import build_record, entity_matcher
 from memex.retrieval.search import Item, chunk_item, record_item
 from memex.retrieval.store.base import Condition, Record, SearchFilter, Sort, Store
 from memex.retrieval.store.filters import check_condition, check_field
@@ -134,7 +134,7 @@ class Records:
             records.append(record)
         written = await self._indexer.upsert_records(tenant, records)
         if any(r.collection == "entities" for r in records):
-            await self._indexer.refresh_mentions(tenant, await self._indexer.entity_matcher(tenant))
+            await self._indexer.refresh_mentions(tenant, await entity_matcher(self._store, tenant))
         return written
 
     async def delete(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
@@ -142,5 +142,5 @@ class Records:
         self.check_collection(collection)
         deleted = await self._store.delete_records(tenant, collection, list(ids))
         if collection == "entities" and deleted:
-            await self._indexer.refresh_mentions(tenant, await self._indexer.entity_matcher(tenant))
+            await self._indexer.refresh_mentions(tenant, await entity_matcher(self._store, tenant))
         return deleted

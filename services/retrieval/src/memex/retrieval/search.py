@@ -24,7 +24,7 @@ from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.chunking import search_text
 from memex.retrieval.ingest.indexer import MATCHER_META
-from memex.retrieval.ingest.records_io import entity_names
+from memex.retrieval.ingest.records_io import entity_matcher
 from memex.retrieval.names import NameMatcher
 from memex.retrieval.rerank import Reranker, combine, order
 from memex.retrieval.store.base import Hit, NoteMeta, Record, SearchFilter, Store
@@ -299,11 +299,9 @@ class Searcher:
         """The tenant's entity-name matcher, rebuilt only when the indexer has recorded a new
         set of entity names (vault re-index or entity upsert/delete)."""
 
-        async def build() -> NameMatcher:
-            entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
-            return NameMatcher({e.id: entity_names(e) for e in entities})
-
-        matcher: NameMatcher = await self._rebuilt(tenant, MATCHER_META, build)
+        matcher: NameMatcher = await self._rebuilt(
+            tenant, MATCHER_META, lambda: entity_matcher(self._store, tenant)
+        )
         return matcher
 
     async def _rebuilt(self, tenant: str, key: str, build: Callable[[], Awaitable[Any]]) -> Any:

@@ -28,7 +28,7 @@ from memex.retrieval.ingest.notes import (
     prepare,
     with_vectors,
 )
-from memex.retrieval.ingest.records_io import entity_names, parse_jsonl
+from memex.retrieval.ingest.records_io import entity_matcher, parse_jsonl
 from memex.retrieval.names import NameMatcher
 from memex.retrieval.store.base import Record, SearchFilter, Store
 
@@ -115,7 +115,7 @@ class Indexer:
             # id); records written through the API have no file to compare, so re-embed them.
             await self._reembed_api_records(tenant, summary)
         await self._sync_records(tenant, scan.record_files, summary, full)
-        matcher = await self.entity_matcher(tenant)
+        matcher = await entity_matcher(self._store, tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
         await self.refresh_mentions(tenant, matcher)
         if summary.added or summary.updated or summary.removed:
@@ -196,11 +196,6 @@ class Indexer:
         return written
 
     # -- entities and mentions -----------------------------------------------------------------
-    async def entity_matcher(self, tenant: str) -> NameMatcher:
-        """A matcher over every entity record's names."""
-        entities = await self._store.query_records(tenant, "entities", [], None, 1_000_000)
-        return NameMatcher({e.id: entity_names(e) for e in entities})
-
     async def refresh_mentions(self, tenant: str, matcher: NameMatcher) -> None:
         """Recomputes the mentions of entities whose names changed since the last run (notes
         indexed before an entity existed learn about it here)."""

@@ -20,7 +20,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memex.retrieval.store.base import Record
+from memex.retrieval.names import NameMatcher
+from memex.retrieval.store.base import Record, Store
 from memex.shared.errors import InvalidArgument
 
 TEXT_FIELDS = ("name", "title", "statement", "text", "summary", "description", "notes", "aliases")
@@ -71,6 +72,13 @@ def entity_names(record: Record) -> list[str]:
     for name in ("name", "title", "aliases"):
         names += _strings(record.fields.get(name))
     return [n for n in dict.fromkeys(n.strip() for n in names) if len(n) >= 2]
+
+
+async def entity_matcher(store: Store, tenant: str) -> NameMatcher:
+    """A matcher over every entity record's names (what the indexer records as mentions and
+    the graph channel looks up in a query)."""
+    entities = await store.query_records(tenant, "entities", [], None, 1_000_000)
+    return NameMatcher({e.id: entity_names(e) for e in entities})
 
 
 def build_record(
