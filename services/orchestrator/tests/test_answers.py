@@ -223,12 +223,28 @@ def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() 
             False,
         ),
         ("Which days am I meant to be in the office?", "Tuesdays and Thursdays [2].", True),
+        # The sources' headers after their numbers: the list of sources, copied.
+        ("Which days am I meant to be in the office?", "On [1] Tenancy, [3] Open day.", False),
+        ("Who keeps the waiting list?", "It is [2] Ron, the secretary.", True),  # one is an answer
     ],
 )
 def test_an_answer_that_only_restates_the_question_is_not_informative(
     question: str, answer: str, expected: bool
 ) -> None:
     assert informative(question, read(answer, SOURCES)) is expected
+
+
+def test_source_numbers_followed_by_their_dates_list_the_sources() -> None:
+    journal = [
+        source(1, "Phone out of the bedroom.", "2026-11-22 — Looking back"),
+        source(2, "Cake in the office.", "2026-06-02 — Warden GA"),
+        source(3, "Beta went live.", "Beta Launch", date="2026-02-24"),
+    ]
+    question = "Which days am I meant to be in the office?"
+    listed = read("On [1] 2026-11-22, [2] 2026-06-02 and [3] 24 February 2026.", journal)
+    assert listed.lists_sources and not informative(question, listed)
+    dated = read("The beta went live on [3] 24 February 2026.", journal)
+    assert not dated.lists_sources and informative("When did the beta go live?", dated)
 
 
 @pytest.mark.parametrize(
@@ -326,6 +342,33 @@ def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:
     assert read("Graham returns £950 of the deposit [2].", shown).unfounded_money  # nowhere
     # Two sources under one number: the amount is in another source shown, so it stands.
     assert not read("Graham returns £800, less £120 for the carpet [2].", shown).unfounded_money
+
+
+def test_a_figure_from_another_note_in_one_notes_words_is_borrowed() -> None:
+    trip = source(
+        1, "Booked a whale-watching boat; they cancelled. Refund came later.", "Road trip"
+    )
+    tax = source(2, "Tax refund of $1,184.62. Plan: $1,000 into the TFSA.", "Tax return")
+    shown = [trip, tax]
+    claim = "The refund for the cancelled whale-watching trip was $1,000"
+    assert read(f"{claim}.", shown).borrowed_figure
+    assert read(f"{claim} [1].", shown).borrowed_figure
+    assert not read("$1,000 of the tax refund went into the TFSA [2].", shown).borrowed_figure
+    assert not read("They cancelled the whale-watching boat [1].", shown).borrowed_figure
+
+
+def test_a_claim_told_from_one_note_may_add_a_figure_from_another() -> None:
+    deposit = source(1, "Graham returns £800 of the deposit.", "Deposit")
+    carpet = source(2, "The carpet cleaning cost £120.", "Carpet")
+    reading = read("Graham returns £800, less £120 for the carpet [1][2].", [deposit, carpet])
+    assert not reading.borrowed_figure
+
+
+def test_a_note_shown_in_several_chunks_holds_the_figures_of_all_of_them() -> None:
+    terms = source(1, "Deposit paid: £1,150, protected with the TDS.", "Deposit", episode_id="d")
+    back = source(2, "Amount to come back to me: £1,030.", "Deposit", episode_id="d")
+    claim = "Graham gives back £1,030 of the £1,150 deposit protected with the TDS."
+    assert not read(claim, [terms, back]).borrowed_figure
 
 
 def test_a_claim_whose_figure_only_another_source_holds_moves_to_that_source() -> None:

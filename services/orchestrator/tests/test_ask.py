@@ -246,6 +246,15 @@ async def test_an_answer_resting_on_sources_about_something_else_abstains(tmp_pa
     assert result.abstained and result.abstain_reason == "off_topic"
 
 
+async def test_an_answer_that_borrows_a_figure_from_another_note_abstains(tmp_path: Path) -> None:
+    # Told in the boiler note's words; the £800 is the deposit's, in another note.
+    model = reasoner(["The boiler was fixed after the visits for £800 [2]."])
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "What did the boiler repair cost?"
+    )
+    assert result.abstained and result.abstain_reason == "unsupported"
+
+
 async def test_an_answer_that_restates_the_question_abstains(tmp_path: Path) -> None:
     model = reasoner(["The deposit was agreed [1]."])
     result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(

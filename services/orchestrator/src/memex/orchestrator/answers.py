@@ -82,6 +82,13 @@ class Reading:
     # An amount of money the answer gives that no source shown writes as money: made up, or
     # read from a measure ("$4" from "brake pads at 4 mm").
     unfounded_money: bool = False
+    # A claim put in one note's words with a figure that only other notes hold ("The refund for
+    # the cancelled whale-watching trip was $1,000", the trip note saying only that a refund
+    # came, the $1,000 being the tax refund's): the figure answers another question.
+    borrowed_figure: bool = False
+    # Source numbers followed by the sources' own headers ("on [1] 2026-11-22, [2] 2026-06-02"):
+    # the model listed what it was shown instead of answering.
+    lists_sources: bool = False
 
 
 def numbers(group: str) -> list[int]:
@@ -172,13 +179,13 @@ def grade(claim: str, source: Source) -> _Grade:
             best_cover, best_quote = cover, strip_list_mark(part.text)
     # The model reads a source's title and date in its header ("[1] Kirkstall Half (11 October
     # 2026)"; "(due 10 December 2026)" for an inbox item).
-    heading = f"{source.item.title} {dateline(source.item)}"
+    heading = _heading(source)
     whole = coverage(claim_terms, terms(f"{heading} {source.excerpt}"))
     quote = best_quote or strip_list_mark(source.excerpt)
     if len(quote) > QUOTE_CAP:
         quote = quote[:QUOTE_CAP].rsplit(" ", 1)[0]
     cover = max(best_cover, whole)
-    held = set(terms(f"{heading} {source.item.date} {source.excerpt}"))
+    held = _held(source)
     if any(is_number(term) and term not in held for term in claim_terms) or any(
         only_measured(amount, f"{heading} {source.excerpt}") for amount in money(claim)
     ):
@@ -190,6 +197,57 @@ def grade(claim: str, source: Source) -> _Grade:
     if cover >= PARAPHRASE_AT:
         return _Grade("paraphrase", cover, quote)
     return _Grade("inference", cover, quote)
+
+
+def _heading(source: Source) -> str:
+    """The title and date the model read in ``source``'s header."""
+    return f"{source.item.title} {dateline(source.item)}"
+
+
+def _held(source: Source) -> set[str]:
+    """Every term the model was shown of ``source``: its header, its date, its excerpt."""
+    return set(terms(f"{_heading(source)} {source.item.date} {source.excerpt}"))
+
+
+def _borrows_figure(claim: str, sources: Sequence[Source]) -> bool:
+    """Whether ``claim`` is told in the words of one shown note (``PARAPHRASE_AT`` of them or
+    more) but gives figures that note does not hold, and no shown note holds its words and its
+    figures together. Several chunks of a note shown count as the note. "Graham returns £800,
+    less £120 for the carpet" borrows nothing: the deposit note it is told from holds £800."""
+    claim_terms = terms(claim)
+    figures = {term for term in claim_terms if is_number(term)}
+    if not figures:
+        return False
+    notes: dict[str, set[str]] = {}
+    for source in sources:
+        key = source.item.episode_id if source.item.kind == "chunk" else ""
+        notes.setdefault(key or source.item.item_id, set()).update(_held(source))
+    told = [(coverage(claim_terms, held), held) for held in notes.values()]
+    if any(figures <= held and cover >= PARAPHRASE_AT for cover, held in told):
+        return False
+    cover, held = max(told, key=lambda pair: pair[0], default=(0.0, set()))
+    return cover >= PARAPHRASE_AT and not figures & held
+
+
+def _lists_sources(text: str, sources: Sequence[Source]) -> bool:
+    """Whether two or more source numbers in ``text`` are each followed by a shown source's
+    header, its title, a part of the title, or its date ("[1] 2026-11-22, [2] Warden GA"): the
+    model copying the list of sources. One is an answer ("I moved on [6] 16 May 2026")."""
+    headers: set[str] = set()
+    for source in sources:
+        title = source.item.title
+        headers.update(squash(part) for part in (title, dateline(source.item)))
+        headers.update(squash(part) for part in re.split(r"\s+[\u2014\u2013-]\s+", title))
+    known = sorted((h for h in headers if len(h) > 3), key=len, reverse=True)
+    listed = set()
+    for match in MARKER.finditer(text):
+        if match.group(1) is None:
+            continue  # a [[wikilink]] names a note in the prose; it lists nothing
+        after = squash(text[match.end() : match.end() + 120]).lstrip(" ,:;-")
+        first = next((h for h in known if after.startswith(h)), None)
+        if first:
+            listed.add(first)
+    return len(listed) >= 2
 
 
 _RANK: dict[Support, int] = {"verbatim": 2, "paraphrase": 1, "inference": 0}
@@ -363,6 +421,8 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
             _unfounded_money(claim, claim.named or [s for _, s in best.values()], sources)
             for claim in claims
         ),
+        borrowed_figure=any(_borrows_figure(claim.text, sources) for claim in claims),
+        lists_sources=_lists_sources(text, sources),
     )
 
 
@@ -422,6 +482,8 @@ def informative(question: str, reading: Reading) -> bool:
     "What did I study at university?" only restates the question, whatever it cites; so does
     "My blood type is A", and so does "on the following days: [1], [2]", which points at
     sources instead of answering. A yes/no question may be answered by "Yes [1]"."""
+    if reading.lists_sources:
+        return False
     if _YES_NO_QUESTION.match(question):
         return True
     return any(_says_more(claim, question) for claim in reading.claims)

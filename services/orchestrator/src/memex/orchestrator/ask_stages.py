@@ -110,6 +110,8 @@ def abstain_reason(
         # Its words may all be there, but the amount it gives is in no source shown: "The
         # brake pads cost $4 [1]" from "brake pads at 4 mm".
         return "unsupported"
+    if reading.borrowed_figure:
+        return "unsupported"  # a figure from another note put in this one's words
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked
     if not informative(question, reading):
