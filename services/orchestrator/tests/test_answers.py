@@ -344,6 +344,13 @@ def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:
     assert not read("Graham returns £800, less £120 for the carpet [2].", shown).unfounded_money
 
 
+def test_a_claim_is_not_moved_to_a_source_that_holds_only_its_figure() -> None:
+    tires = source(1, "Free inspection: front brake pads at 4 mm. Replace in the spring.", "Tires")
+    pottery = source(2, "Pottery: threw 4 mugs, kept 2.", "Log")
+    reading = read("$4 mm. Replace in the spring. [1]", [tires, pottery])
+    assert reading.reanchored == 0 and reading.unfounded_money
+
+
 def test_a_figure_from_another_note_in_one_notes_words_is_borrowed() -> None:
     trip = source(
         1, "Booked a whale-watching boat; they cancelled. Refund came later.", "Road trip"

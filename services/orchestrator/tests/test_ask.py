@@ -221,6 +221,8 @@ async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
         (["Your cat is called Pixel and likes tuna [2]."], "unsupported"),
         # Every word is in [1]; the amount is in no source (a model's mix of two notes).
         (["The deposit of £950 was returned in May [1]."], "unsupported"),
+        # An amount no source holds, beside a sentence that one supports word for word.
+        (["It cost £5 a visit. The boiler was fixed after three visits [2]."], "unsupported"),
         (["It was probably sunny."], "uncited"),
     ],
 )

@@ -325,9 +325,10 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
 
 def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
     """Moves ``claim`` to the shown source that supports it (paraphrase or better) when the
-    sources it names support it only by inference. A claim that only restates the question
-    ("Yes, there is something I still need to do about voting.") holds no fact to move: its
-    number, closing the sentence after it too, was meant for that one."""
+    sources it names support it only by inference. That source must hold most of the claim's
+    words, not only its figure: "$4 mm." is not moved to "threw 4 mugs". A claim that only
+    restates the question ("Yes, there is something I still need to do about voting.") holds no
+    fact to move: its number, closing the sentence after it too, was meant for that one."""
     named = list(dict.fromkeys(claim.named))
     if (
         not named
@@ -335,7 +336,12 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
         or any(grade(claim.text, s).support != "inference" for s in named)
     ):
         return
-    graded = [(grade(claim.text, s), s) for s in sources if s not in named]
+    words = [term for term in terms(claim.text) if not is_number(term)]
+    graded = [
+        (grade(claim.text, s), s)
+        for s in sources
+        if s not in named and (not words or coverage(words, _held(s)) >= PARAPHRASE_AT)
+    ]
     best = max(graded, key=lambda pair: (_RANK[pair[0].support], pair[0].cover), default=None)
     if best is not None and best[0].support != "inference":
         claim.named, claim.moved = [best[1]], True

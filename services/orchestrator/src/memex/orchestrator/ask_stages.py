@@ -104,14 +104,13 @@ def abstain_reason(
         return "uncited"
     if reading.report.score < abstain_below:
         return "ungrounded"  # most of the numbers it gave name nothing it was shown
-    if all(c.support == "inference" for c in reading.citations) and (
-        reading.support < SUPPORTED_AT or reading.unfounded_money
-    ):
-        # Its words may all be there, but the amount it gives is in no source shown: "The
-        # brake pads cost $4 [1]" from "brake pads at 4 mm".
+    if all(c.support == "inference" for c in reading.citations) and reading.support < SUPPORTED_AT:
         return "unsupported"
-    if reading.borrowed_figure:
-        return "unsupported"  # a figure from another note put in this one's words
+    if reading.unfounded_money or reading.borrowed_figure:
+        # Its words may all be there, and another of its sentences well supported, but the
+        # amount it gives is in no source shown ("The brake pads cost $4 [1]" from "brake pads
+        # at 4 mm"), or is another note's (the tax refund's $1,000 as a trip's refund).
+        return "unsupported"
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked
     if not informative(question, reading):
