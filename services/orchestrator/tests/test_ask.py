@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memex.orchestrator.ask import Draft, Finished, Redraft, Started
+from memex.orchestrator.ask import Asker, Draft, Finished, Redraft, Started
 from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, today_line
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.policy import scope
@@ -508,17 +508,23 @@ _WEATHER = " ".join(f"Line {n} is about the weather that week." for n in range(1
 LONG_NOTES = [replace(item, text=f"{item.text}\n\n{_WEATHER}") for item in NOTES]
 
 
-async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_answer(
-    tmp_path: Path,
-) -> None:
-    model = reasoner(["The deposit is £800 [1]."])
-    asker = make_orchestrator(
+def slow_asker(tmp_path: Path, model: ScriptedReasoner, **settings: object) -> Asker:
+    """An asker whose model is so slow that its first pass reads two of the long notes."""
+    return make_orchestrator(
         tmp_path,
         model,
         FakeMemory(LONG_NOTES),
         prefill_tokens_per_second=SLOW,
         ask_first_pass_min_tokens=420,  # the first pass reads two of these long notes
+        **settings,
     ).asker
+
+
+async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_answer(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The deposit is £800 [1]."])
+    asker = slow_asker(tmp_path, model, ask_confirm_first_pass=False)
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
 
     [call] = model.calls
@@ -535,6 +541,59 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     result = finished.result
     assert not result.abstained and result.stages == ["retrieve", "synthesize", "ground_check"]
     assert [(c.ref, c.path) for c in result.citations] == [("[[Flat lease]]", "home/Flat lease.md")]
+
+
+async def test_a_first_pass_that_stands_is_kept_when_the_whole_briefing_confirms_it(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The deposit is £800 [1]."])
+    events = [
+        e
+        async for e in slow_asker(tmp_path, model).stream(
+            "me", "the deposit?", include_sensitive=True
+        )
+    ]
+    first, whole = (c.messages[-1].content for c in model.calls)
+    assert "[3]" not in first
+    # The whole briefing starts as the first prompt did, so the model reads only what was added.
+    assert whole.startswith(first.split(f"\n\n{today_line()}")[0] + "\n\n[3] Therapy")
+    assert not [e for e in events if isinstance(e, Redraft)]  # the reader keeps the draft
+    drafts = "".join(e.text for e in events if isinstance(e, Draft))
+    assert drafts == "The deposit is £800 [[Flat lease]]."
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.answer == drafts and not finished.result.abstained
+    assert finished.result.stages == ["retrieve", "synthesize", "ground_check", "confirm"]
+
+
+@pytest.mark.parametrize(
+    ("whole", "answer", "abstained"),
+    [
+        # Another figure ("returned in May" alone would be the same answer, kept).
+        ("The deposit is £800, returned on 1 May [1].", "The deposit is £800, returned", False),
+        ("I don't know.", "I could not ground an answer", True),
+    ],
+)
+async def test_a_first_pass_that_the_whole_briefing_answers_otherwise_is_replaced(
+    tmp_path: Path, whole: str, answer: str, abstained: bool
+) -> None:
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=[whole])
+    events = [
+        e
+        async for e in slow_asker(tmp_path, model).stream(
+            "me", "the deposit?", include_sensitive=True
+        )
+    ]
+    assert len(model.calls) == 2
+    redraft = next(i for i, e in enumerate(events) if isinstance(e, Redraft))
+    assert events[redraft] == Redraft("all 4 sources answered otherwise")
+    before = "".join(e.text for e in events[:redraft] if isinstance(e, Draft))
+    assert before == "The deposit is £800 [[Flat lease]]."
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    result = finished.result
+    assert result.answer.startswith(answer) and result.abstained is abstained
+    assert result.stages[-2:] == ["confirm", "replace"]
 
 
 @dataclass

@@ -432,6 +432,11 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     )
 
 
+def figures(claims: Sequence[str]) -> set[str]:
+    """The figures (amounts, dates, times) that ``claims`` give, as terms."""
+    return {term for claim in claims for term in terms(claim) if is_number(term)}
+
+
 def _unfounded_money(claim: _Claim, cited: Sequence[Source], sources: Sequence[Source]) -> bool:
     """Whether the claim gives an amount of money that the sources it cites (those attributed
     to it when it wrote no number) write only as a measure ("$4" from "brake pads at 4 mm"), or

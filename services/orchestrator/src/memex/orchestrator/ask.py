@@ -3,9 +3,13 @@
 By default an ask is one model call: search the question → numbered sources within a token
 budget → the model answers in prose, citing sources by number, streamed → memex grounds and
 grades the numbers itself (``answers.py``). On a CPU too slow to read the whole briefing quickly,
-the call first reads only the best sources (what it prefills in ``ask_first_pass_seconds``); an
-answer that rests on them is the answer, and only one that does not is asked again over the whole
-briefing, whose start is the first prompt, so the model reads only what was added.
+the call first reads only the best sources (what it prefills in ``ask_first_pass_seconds``), and
+its answer streams. One that does not rest on them is set aside and asked again over the whole
+briefing, whose start is the first prompt, so the model reads only what was added. One that does
+is confirmed over the whole briefing too (``ask_confirm_first_pass``), unstreamed: the reader
+keeps the draft when that answer cites the same notes with the same figures, and gets that
+answer instead otherwise. A small first pass gives the first words quickly; the whole briefing
+keeps it from answering from too few sources.
 
 The data-blind plan hop of SPEC B1 runs only when a question earns it (records, the inbox, a
 person's timeline, two questions at once), or always with ``plan_hop=always``; steps that find
@@ -25,7 +29,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from memex.orchestrator.answers import Reading, ReplyStream
+from memex.orchestrator.answers import Reading, ReplyStream, figures
 from memex.orchestrator.ask_stages import (
     MAX_QUESTION_CHARS,
     PersonaCalls,
@@ -99,7 +103,8 @@ class Draft:
 @dataclass(frozen=True)
 class Redraft:
     """The draft so far is set aside: the first pass did not stand, and the model now reads the
-    whole briefing. Drafts after this start a new answer."""
+    whole briefing; or it stood, but the whole briefing answered otherwise. Drafts after this
+    start a new answer."""
 
     reason: str
 
@@ -247,6 +252,7 @@ class Asker:
             shown, query, budget=p.briefer.ask_budget(persona, query), limit=limit
         )
         first = p.briefer.first_pass(sources, query)
+        briefing = sources
         result = AskResult(
             answer=EMPTY_MEMORY_ANSWER,
             citations=[],
@@ -290,6 +296,22 @@ class Asker:
                 stages += ["synthesize", "ground_check"]
                 if self._stands(query, quick, first):
                     reading, sources = quick, first
+                    if self._settings.ask_confirm_first_pass:
+                        stages.append("confirm")
+                        with timed("confirm"):
+                            whole = await self._read(
+                                query,
+                                answer_messages(persona, briefing, query),
+                                briefing,
+                                persona,
+                                withheld,
+                            )
+                        if not self._confirms(query, quick, whole, briefing):
+                            stages.append("replace")
+                            reading, sources = whole, briefing
+                            if drafted:
+                                yield Redraft(f"all {len(briefing)} sources answered otherwise")
+                            yield Draft(whole.answer)
                 else:
                     stages.append("widen")
                     if drafted:  # the reader is told the draft they saw goes
@@ -347,6 +369,17 @@ class Asker:
         citation holds half its claim or more (not only an inference)."""
         reason = abstain_reason(question, reading, sources, self._settings.abstain_below)
         return not reason and any(c.support != "inference" for c in reading.citations)
+
+    def _confirms(
+        self, question: str, draft: Reading, whole: Reading, sources: list[Source]
+    ) -> bool:
+        """Whether the answer over the whole briefing says what the first pass's draft said: it
+        stands too, cites the same notes, and gives the same figures."""
+        if abstain_reason(question, whole, sources, self._settings.abstain_below):
+            return False
+        return {c.ref for c in draft.citations} == {c.ref for c in whole.citations} and (
+            figures(draft.claims) == figures(whole.claims)
+        )
 
     async def _read(
         self,

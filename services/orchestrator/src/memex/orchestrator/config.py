@@ -88,21 +88,31 @@ class OrchestratorSettings(ServiceSettings):
         "source; never more than briefing_tokens); 0 uses briefing_tokens whatever the speed.",
     )
     ask_first_pass_seconds: float = Field(
-        8.0,
+        3.5,
         ge=0,
-        description="An ask first answers from the best sources the model reads in about this "
-        "long (at the prefill speed the reasoner measured when it loaded), and reads the whole "
-        "briefing only when that answer does not rest on them. The whole briefing's start is "
-        "the first pass's prompt, so the widened call reads only what was added. 0, or a speed "
-        "the reasoner did not measure, reads the whole briefing at once.",
+        description="An ask first answers, streamed, from the best sources the model reads in "
+        "about this long (at the prefill speed the reasoner measured when it loaded), so its "
+        "first words come in about this long plus a second; then it reads the whole briefing, "
+        "to confirm that answer (ask_confirm_first_pass) or because it did not rest on them. The "
+        "whole briefing's start is the first pass's prompt, so that call reads only what was "
+        "added. 0, or a speed the reasoner did not measure, reads the whole briefing at once.",
+    )
+    ask_confirm_first_pass: bool = Field(
+        True,
+        description="When an ask's first pass stands, the model still reads the whole briefing "
+        "after it (unstreamed; the first prompt is its start, so only what was added is read): "
+        "the draft the reader already has is kept when that answer cites the same notes with "
+        "the same figures, and is replaced by it (a redraft) otherwise. So a small first pass "
+        "gives the first words quickly without answering from too few sources. False: a first "
+        "pass that stands is the answer.",
     )
     ask_first_pass_min_tokens: int = Field(
-        450,
+        300,
         ge=100,
         description="The fewest tokens of sources an ask's first pass reads, however slow the "
-        "model: about three excerpts, because retrieval's top three sources hold the answer far "
-        "more often than its top two. On a slow CPU this makes the first words later rather "
-        "than the answer worse.",
+        "model: the first source's longer excerpt and one more, so that the draft the reader "
+        "sees first has a fair chance of being the answer. On a slow CPU this makes the first "
+        "words later rather than the draft poorer.",
     )
     excerpt_chars: int = Field(
         400,
