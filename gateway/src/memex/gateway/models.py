@@ -130,9 +130,10 @@ class AskStarted(BaseModel):
 
 
 class AskRedraft(BaseModel):
-    """`event: redraft`, at most once in a streamed ask: the draft so far is set aside. The best
-    sources, read first, did not answer the question; the model now reads all of them, and the
-    deltas that follow start a new draft."""
+    """`event: redraft`, at most once in a streamed ask: the draft so far is set aside. Either
+    the best sources, read first, did not answer the question and the model now reads all of
+    them, or it read all of them and answered otherwise (other notes or figures); the deltas
+    that follow start a new draft."""
 
     reason: str = Field(description='In words a person can read: "reading all 8 sources".')
 

@@ -30,7 +30,7 @@ EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = (
 ABSTAINED = "— memex could not check that against your notes:"
 REVISED = "— checked against your notes, the answer reads:"
 UNFINISHED = "— (an unfinished draft, not checked against your notes)"
-REDRAFTED = "— that draft is set aside: the first sources read did not answer it"
+REDRAFTED = "— that draft is set aside"
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

@@ -18,8 +18,8 @@ router = APIRouter(prefix="/v1", tags=["ask"], dependencies=[Depends(caller)], r
 ANSWER_DOC = """The checked answer as JSON; with `"stream": true`, server-sent events instead, each
 `event: <name>` with one JSON object as `data`: `started` {model, persona, sources} (first), many
 `delta` {text} (the draft answer as the model writes it, not yet checked), at most one `redraft`
-{reason} (the draft so far is set aside: the best sources, read first, did not answer it, and the
-deltas after it start a new draft over all the sources), then `result`
+{reason} (the draft so far is set aside: the best sources, read first, did not answer it, or
+all the sources answered otherwise; the deltas after it start a new draft), then `result`
 (terminal: the same object as the JSON answer, which can differ from the draft, e.g. an
 abstention); or `error` {code, message} (terminal) in place of the rest after a failure. `: ping`
 comment lines keep an idle stream open. A failure before the first event is an ordinary JSON
