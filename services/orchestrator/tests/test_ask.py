@@ -566,11 +566,31 @@ async def test_a_first_pass_that_stands_is_kept_when_the_whole_briefing_confirms
     assert finished.result.stages == ["retrieve", "synthesize", "ground_check", "confirm"]
 
 
+async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_less_well(
+    tmp_path: Path,
+) -> None:
+    # "1 May": the 1 is only the note's date, so the whole briefing's answer is a paraphrase
+    # where the draft was the note's words.
+    later = ["The deposit is £800, returned on 1 May [1]."]
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=later)
+    events = [
+        e
+        async for e in slow_asker(tmp_path, model).stream(
+            "me", "the deposit?", include_sensitive=True
+        )
+    ]
+    assert len(model.calls) == 2 and not [e for e in events if isinstance(e, Redraft)]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.answer == "The deposit is £800 [[Flat lease]]."
+    assert finished.result.stages[-1] == "confirm"
+
+
 @pytest.mark.parametrize(
     ("whole", "answer", "abstained"),
     [
-        # Another figure ("returned in May" alone would be the same answer, kept).
-        ("The deposit is £800, returned on 1 May [1].", "The deposit is £800, returned", False),
+        # Another note, as well supported ("returned in May" alone would be the same answer).
+        ("The deposit is £800 [1]. Dana Ruiz is the landlord [4].", "The deposit is £800", False),
         ("I don't know.", "I could not ground an answer", True),
     ],
 )

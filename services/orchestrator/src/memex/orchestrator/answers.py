@@ -432,6 +432,12 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     )
 
 
+def strength(reading: Reading) -> int:
+    """How well ``reading``'s best-supported citation holds its claim: 2 verbatim, 1 paraphrase,
+    0 inference; -1 when it cites nothing."""
+    return max((_RANK[c.support] for c in reading.citations), default=-1)
+
+
 def figures(claims: Sequence[str]) -> set[str]:
     """The figures (amounts, dates, times) that ``claims`` give, as terms."""
     return {term for claim in claims for term in terms(claim) if is_number(term)}

@@ -102,7 +102,8 @@ class OrchestratorSettings(ServiceSettings):
         description="When an ask's first pass stands, the model still reads the whole briefing "
         "after it (unstreamed; the first prompt is its start, so only what was added is read): "
         "the draft the reader already has is kept when that answer cites the same notes with "
-        "the same figures, and is replaced by it (a redraft) otherwise. So a small first pass "
+        "the same figures, or rests on its sources less well, and is replaced by it (a "
+        "redraft) otherwise. So a small first pass "
         "gives the first words quickly without answering from too few sources. False: a first "
         "pass that stands is the answer.",
     )
