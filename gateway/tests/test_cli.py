@@ -7,10 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from memex.gateway.cli.stack_commands import running
 from memex.gateway.stack import private_stack_env
 from memex.shared.testing import free_ports
 
@@ -136,3 +138,18 @@ def test_a_short_internal_token_stops_a_command_with_a_clear_error(tmp_path: Pat
     assert result.returncode == 2
     assert "MEMEX_INTERNAL_TOKEN of at least 32 characters" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_down_waits_for_a_process_that_runs_and_not_for_one_that_exited() -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert running(sleeper.pid)
+    finally:
+        sleeper.kill()
+    # Killed but not yet reaped: a zombie, which has closed its sockets and is not running.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and running(sleeper.pid):
+        time.sleep(0.05)
+    assert not running(sleeper.pid)
+    sleeper.wait()
+    assert not running(sleeper.pid)  # reaped: gone
