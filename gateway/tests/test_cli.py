@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.gateway.cli.stack_commands import running
 from memex.gateway.stack import private_stack_env
+from memex.gateway.supervisor import alive
 from memex.shared.testing import free_ports
 
 COMMANDS = [
@@ -143,13 +143,13 @@ def test_a_short_internal_token_stops_a_command_with_a_clear_error(tmp_path: Pat
 def test_down_waits_for_a_process_that_runs_and_not_for_one_that_exited() -> None:
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        assert running(sleeper.pid)
+        assert alive(sleeper.pid)
     finally:
         sleeper.kill()
     # Killed but not yet reaped: a zombie, which has closed its sockets and is not running.
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and running(sleeper.pid):
+    while time.monotonic() < deadline and alive(sleeper.pid):
         time.sleep(0.05)
-    assert not running(sleeper.pid)
+    assert not alive(sleeper.pid)
     sleeper.wait()
-    assert not running(sleeper.pid)  # reaped: gone
+    assert not alive(sleeper.pid)  # reaped: gone

@@ -98,19 +98,27 @@ def read_state(settings: StackSettings) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     pid = int(state.get("pid", 0))
-    if pid <= 0 or not _alive(pid):
+    if pid <= 0 or not alive(pid):
         return None
     return state
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is still running: it exists and is not a zombie (an exited
+    process its parent has not reaped, as an orphan under a PID 1 that never reaps stays)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    except PermissionError:
+    except OSError:  # no /proc (macOS): ask the kernel whether it exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
         return True
-    return True
 
 
 class Supervisor:

@@ -16,7 +16,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.supervisor import Supervisor, busy_ports, log_tail, probe, read_state
+from memex.gateway.supervisor import (
+    Supervisor,
+    alive,
+    busy_ports,
+    log_tail,
+    probe,
+    read_state,
+)
 from memex.shared.logs import configure_logging
 
 EXIT_OK = 0
@@ -96,24 +103,6 @@ def supervise(args: argparse.Namespace, settings: StackSettings) -> int:
     return asyncio.run(Supervisor(settings).run())
 
 
-def running(pid: int) -> bool:
-    """Whether process ``pid`` is still running: it exists and is not a zombie (an exited
-    process its parent has not reaped, as an orphan under a PID 1 that never reaps stays)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (macOS): ask the kernel whether it exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
 def down(args: argparse.Namespace, settings: StackSettings) -> int:
     """Stops a running stack and waits for it to exit."""
     state = read_state(settings)
@@ -125,9 +114,9 @@ def down(args: argparse.Namespace, settings: StackSettings) -> int:
     deadline = time.monotonic() + 60
     # The supervisor removes its state file before it has closed its own listening sockets
     # (its metrics port): an `up` right after a `down` that returned then found a port in use.
-    while time.monotonic() < deadline and (read_state(settings) is not None or running(pid)):
+    while time.monotonic() < deadline and (read_state(settings) is not None or alive(pid)):
         time.sleep(0.2)
-    if read_state(settings) is not None or running(pid):
+    if read_state(settings) is not None or alive(pid):
         _print(f"the supervisor (pid {pid}) did not stop within 60s")
         return EXIT_FAILED
     _print("memex stopped")
