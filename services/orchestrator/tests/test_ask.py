@@ -614,6 +614,9 @@ async def test_a_first_pass_that_the_whole_briefing_answers_otherwise_is_replace
     result = finished.result
     assert result.answer.startswith(answer) and result.abstained is abstained
     assert result.stages[-2:] == ["confirm", "replace"]
+    # An answer that abstains is not shown as a draft; the result says it.
+    after = "".join(e.text for e in events[redraft:] if isinstance(e, Draft))
+    assert after == ("" if abstained else result.answer)
 
 
 @dataclass

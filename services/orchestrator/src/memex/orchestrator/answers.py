@@ -215,18 +215,18 @@ def _borrows_figure(claim: str, sources: Sequence[Source]) -> bool:
     figures together. Several chunks of a note shown count as the note. "Graham returns £800,
     less £120 for the carpet" borrows nothing: the deposit note it is told from holds £800."""
     claim_terms = terms(claim)
-    figures = {term for term in claim_terms if is_number(term)}
-    if not figures:
+    given = figures([claim])
+    if not given:
         return False
     notes: dict[str, set[str]] = {}
     for source in sources:
         key = source.item.episode_id if source.item.kind == "chunk" else ""
         notes.setdefault(key or source.item.item_id, set()).update(_held(source))
     told = [(coverage(claim_terms, held), held) for held in notes.values()]
-    if any(figures <= held and cover >= PARAPHRASE_AT for cover, held in told):
+    if any(given <= held and cover >= PARAPHRASE_AT for cover, held in told):
         return False
     cover, held = max(told, key=lambda pair: pair[0], default=(0.0, set()))
-    return cover >= PARAPHRASE_AT and not figures & held
+    return cover >= PARAPHRASE_AT and not given & held
 
 
 def _lists_sources(text: str, sources: Sequence[Source]) -> bool:

@@ -311,7 +311,10 @@ class Asker:
                             reading, sources = whole, briefing
                             if drafted:
                                 yield Redraft(f"all {len(briefing)} sources answered otherwise")
-                            yield Draft(whole.answer)
+                            if not abstain_reason(
+                                query, whole, briefing, self._settings.abstain_below
+                            ):
+                                yield Draft(whole.answer)  # an abstention comes in the result
                 else:
                     stages.append("widen")
                     if drafted:  # the reader is told the draft they saw goes
