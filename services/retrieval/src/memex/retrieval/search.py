@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,7 @@ CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")
 DEFAULT_CHANNELS = ("vector", "keyword", "graph")
 RECORD_CHANNELS = {"beliefs": "beliefs", "observations": "observations"}
 GRAPH_SEEDS = 3
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -159,11 +160,14 @@ class Searcher:
     async def search(self, query: Query) -> SearchResult:
         """Embeds the query, runs the channels, fuses and adjusts; see the module doc."""
         channels, k = self._check(query)
-        await check_model(self._store, query.tenant, self._embedder.model_id)
-        started = time.perf_counter()
-        vector = (await self._embedder.embed([query.text], "query"))[0]
+        # The model check is a store call and the query's vector the embedding service's: both
+        # at once (a round trip saved on Weaviate).
+        (vector, embed_seconds), _ = await asyncio.gather(
+            self._embed_query(query.text),
+            check_model(self._store, query.tenant, self._embedder.model_id),
+        )
         embedded = time.perf_counter()
-        metrics.QUERY_EMBED_SECONDS.observe(embedded - started)
+        metrics.QUERY_EMBED_SECONDS.observe(embed_seconds)
         lists = await self.run_channels(query, channels, vector)
         weights = dict(self._t.weights)
         if query.observation_weight > 0:
@@ -178,7 +182,13 @@ class Searcher:
             head = await self._rerank(self._reranker, query.text, head)
         ranked = head[:k]
         done = time.perf_counter()
-        return SearchResult(ranked, (embedded - started) * 1000, (done - embedded) * 1000)
+        return SearchResult(ranked, embed_seconds * 1000, (done - embedded) * 1000)
+
+    async def _embed_query(self, text: str) -> tuple[np.ndarray[Any, Any], float]:
+        """The query's vector and the seconds embedding it took."""
+        started = time.perf_counter()
+        vector = (await self._embedder.embed([text], "query"))[0]
+        return vector, time.perf_counter() - started
 
     async def _rerank(self, reranker: Reranker, text: str, head: list[Item]) -> list[Item]:
         """Rescores the candidates with the reranker and reorders them; only items that passed
@@ -212,64 +222,77 @@ class Searcher:
     async def run_channels(
         self, query: Query, channels: Sequence[str], vector: np.ndarray[Any, Any]
     ) -> dict[str, list[Hit]]:
-        """Each requested channel's ranked hits (chunk ids or ``collection:id``)."""
-        store, depth, tenant = self._store, self._t.depth, query.tenant
+        """Each requested channel's ranked hits (chunk ids or ``collection:id``).
+
+        The channels that need nothing from each other (vector, keyword, the record channels)
+        run together: on Weaviate each is a round trip to the cluster, so a search waits for the
+        slowest instead of their sum. The embedded store runs its calls one at a time on its
+        own thread either way. Graph runs last, since it starts from their top hits."""
         base = self._filters(query.filters)
         wanted = set(query.filters.collections)
-        plain = tuple(c for c in wanted if c not in RECORD_CHANNELS)
-        out: dict[str, list[Hit]] = {}
         notes = not query.filters.exclude_notes
-        clock = _Clock()
+        independent: dict[str, Awaitable[list[Hit]]] = {}
         if "vector" in channels:
-            hits = await store.search_chunks_vector(tenant, vector, depth, base) if notes else []
-            if plain:
-                rflt = dataclasses.replace(base, collections=plain)
-                hits = _merge(hits, await store.search_records_vector(tenant, vector, depth, rflt))
-            out["vector"] = hits[:depth]
-            clock.lap("vector")
+            independent["vector"] = self._vector_channel(query, vector, base, notes)
         if "keyword" in channels:
-            hits = (
-                await store.search_chunks_keyword(tenant, query.text, depth, base) if notes else []
-            )
-            if plain:
-                rflt = dataclasses.replace(base, collections=plain)
-                hits = _merge(
-                    hits, await store.search_records_keyword(tenant, query.text, depth, rflt)
-                )
-            out["keyword"] = hits[:depth]
-            clock.lap("keyword")
-        if "graph" in channels and notes:
-            out["graph"] = await self._graph(query, vector, base, out)
-            clock.lap("graph")
+            independent["keyword"] = self._keyword_channel(query, base, notes)
         for channel, collection in RECORD_CHANNELS.items():
             if channel in channels and (not wanted or collection in wanted):
-                out[channel] = await self._records_channel(query, collection, vector, base)
-                clock.lap(channel)
+                independent[channel] = self._records_channel(query, collection, vector, base)
+        results = await asyncio.gather(*(_timed(c, work) for c, work in independent.items()))
+        found = dict(zip(independent, results, strict=True))
+        out: dict[str, list[Hit]] = {c: found[c] for c in ("vector", "keyword") if c in found}
+        if "graph" in channels and notes:
+            out["graph"] = await _timed("graph", self._graph(query, vector, base, out))
+        out.update((c, found[c]) for c in RECORD_CHANNELS if c in found)
         return out
+
+    async def _vector_channel(
+        self, query: Query, vector: Any, base: SearchFilter, notes: bool
+    ) -> list[Hit]:
+        store, tenant, depth = self._store, query.tenant, self._t.depth
+        plain = tuple(c for c in query.filters.collections if c not in RECORD_CHANNELS)
+        hits = await store.search_chunks_vector(tenant, vector, depth, base) if notes else []
+        if plain:
+            rflt = dataclasses.replace(base, collections=plain)
+            hits = _merge(hits, await store.search_records_vector(tenant, vector, depth, rflt))
+        return hits[:depth]
+
+    async def _keyword_channel(self, query: Query, base: SearchFilter, notes: bool) -> list[Hit]:
+        store, tenant, depth = self._store, query.tenant, self._t.depth
+        plain = tuple(c for c in query.filters.collections if c not in RECORD_CHANNELS)
+        hits = await store.search_chunks_keyword(tenant, query.text, depth, base) if notes else []
+        if plain:
+            rflt = dataclasses.replace(base, collections=plain)
+            hits = _merge(hits, await store.search_records_keyword(tenant, query.text, depth, rflt))
+        return hits[:depth]
 
     async def _graph(
         self, query: Query, vector: Any, base: SearchFilter, found: dict[str, list[Hit]]
     ) -> list[Hit]:
         store, tenant, depth = self._store, query.tenant, self._t.depth
-        named_notes = (await self._names(tenant))(query.text)
-        own: list[Hit] = []
-        if named_notes:
-            flt = dataclasses.replace(base, note_ids=frozenset(named_notes))
-            # Scored as a chunk naming a named entity is (1): the raw scores are what convex
-            # fusion reads, and a named note is as good a graph hit as a mention.
-            own = [
-                Hit(h.id, 1.0) for h in await store.search_chunks_vector(tenant, vector, depth, flt)
-            ]
-        named = list((await self._matcher(tenant))(query.text))
-        mentioned = await store.chunks_mentioning(tenant, named, depth, base) if named else []
-        seeds: set[str] = set(named_notes)
-        if named:
-            notes = await store.notes_for_records(tenant, [f"entities:{e}" for e in named])
-            seeds |= {n.id for n in notes.values()}
+        # Three rounds of store calls, each round's calls together (see ``run_channels``).
+        names, matcher = await asyncio.gather(self._names(tenant), self._matcher(tenant))
+        named_notes, named = names(query.text), sorted(matcher(query.text))
         top = [
             h.id for channel in ("vector", "keyword") for h in found.get(channel, [])[:GRAPH_SEEDS]
         ]
-        views = await store.get_chunks(tenant, top)
+        own_hits, mentioned, entity_notes, views = await asyncio.gather(
+            store.search_chunks_vector(
+                tenant, vector, depth, dataclasses.replace(base, note_ids=frozenset(named_notes))
+            )
+            if named_notes
+            else _nothing(list[Hit]()),
+            store.chunks_mentioning(tenant, named, depth, base) if named else _nothing(list[Hit]()),
+            store.notes_for_records(tenant, [f"entities:{e}" for e in named])
+            if named
+            else _nothing(dict[str, NoteMeta]()),
+            store.get_chunks(tenant, top),
+        )
+        # Scored as a chunk naming a named entity is (1): the raw scores are what convex
+        # fusion reads, and a named note is as good a graph hit as a mention.
+        own = [Hit(h.id, 1.0) for h in own_hits]
+        seeds = set(named_notes) | {n.id for n in entity_notes.values()}
         seeds |= {v.note.id for v in views.values()}
         neighbours: set[str] = set()
         for linked in (await store.linked_notes(tenant, sorted(seeds))).values():
@@ -320,8 +343,10 @@ class Searcher:
     ) -> list[Hit]:
         store, tenant, depth = self._store, query.tenant, self._t.depth
         flt = dataclasses.replace(base, collections=(collection,))
-        by_vector = await store.search_records_vector(tenant, vector, depth, flt)
-        by_words = await store.search_records_keyword(tenant, query.text, depth, flt)
+        by_vector, by_words = await asyncio.gather(
+            store.search_records_vector(tenant, vector, depth, flt),
+            store.search_records_keyword(tenant, query.text, depth, flt),
+        )
         fused, _ = rrf({"v": by_vector, "k": by_words}, {}, self._t.rrf_k)
         hits = [Hit(i, s) for i, s in sorted(fused.items(), key=lambda p: (-p[1], p[0]))]
         if collection == "beliefs":
@@ -348,9 +373,12 @@ class Searcher:
         channel (see ``_hydrate``); only the items returned are built."""
         chunk_ids = [i for i in fused if ":" not in i]
         refs = [i for i in fused if ":" in i]
-        chunk_notes = await self._store.chunk_notes(tenant, chunk_ids)
-        records = await self._store.get_records(tenant, refs) if refs else {}
-        notes = await self._store.notes_for_records(tenant, refs) if refs else {}
+        store = self._store
+        chunk_notes, records, notes = await asyncio.gather(
+            store.chunk_notes(tenant, chunk_ids),
+            store.get_records(tenant, refs) if refs else _nothing(dict[str, Record]()),
+            store.notes_for_records(tenant, refs) if refs else _nothing(dict[str, NoteMeta]()),
+        )
         today, t = self._today(), self._t
         scored: list[tuple[float, str, float, float]] = []
         dated = [(cid, n.date, n.salience) for cid, n in chunk_notes.items()]
@@ -436,16 +464,17 @@ def _record_salience(record: Record) -> float:
     return 0.5
 
 
-class _Clock:
-    """Observes the time since the previous lap into the channel histogram."""
+async def _nothing(value: _T) -> _T:
+    """``value``, as an awaitable: a call a search round leaves out."""
+    return value
 
-    def __init__(self) -> None:
-        self._last = time.perf_counter()
 
-    def lap(self, channel: str) -> None:
-        now = time.perf_counter()
-        metrics.CHANNEL_SECONDS.labels(channel).observe(now - self._last)
-        self._last = now
+async def _timed(channel: str, work: Awaitable[list[Hit]]) -> list[Hit]:
+    """``work``'s hits, its time observed into the channel histogram."""
+    started = time.perf_counter()
+    hits = await work
+    metrics.CHANNEL_SECONDS.labels(channel).observe(time.perf_counter() - started)
+    return hits
 
 
 def _merge(a: list[Hit], b: list[Hit]) -> list[Hit]:
