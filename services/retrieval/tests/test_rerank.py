@@ -24,10 +24,10 @@ from memex.retrieval.rerank_onnx import (
     RerankModelError,
     open_reranker,
 )
-from memex.retrieval.search import Filters, Query, Searcher, Tuning
+from memex.retrieval.search import Filters, Query, Searcher
 from memex.retrieval.server import build
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, note, vec
+from memex.retrieval.testing import DIM, note, tuning, vec
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.testing import serving
 
@@ -158,19 +158,8 @@ async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
 
 
 def _searcher(store: EmbeddedStore, reranker: CrossEncoder | None, depth: int = 30) -> Searcher:
-    tuning = Tuning(
-        rrf_k=5,
-        weights={"vector": 1.0},
-        depth=100,
-        half_life_days=0,
-        recency_weight=0,
-        salience_weight=0,
-        default_k=10,
-        max_k=200,
-        collections=(),
-        rerank_depth=depth,
-    )
-    return Searcher(store, _AxisEmbedder(), tuning, reranker=reranker)
+    settings = tuning(rrf_k=5, weights={"vector": 1.0}, depth=100, rerank_depth=depth)
+    return Searcher(store, _AxisEmbedder(), settings, reranker=reranker)
 
 
 async def _titles(searcher: Searcher, text: str, **filters: object) -> list[str]:

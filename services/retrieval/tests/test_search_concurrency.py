@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import Hit, SearchFilter, Vector
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, note, vec
+from memex.retrieval.testing import DIM, FixedEmbedder, note, tuning, vec
 
 QUERY = "apple banana"
-
-
-class _Embedder:
-    dimension = DIM
-    model_id = "fixed"
-
-    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        return np.array([vec(1.0, 0.5)] * len(texts), dtype=np.float32)
 
 
 class _Meeting(EmbeddedStore):
@@ -64,21 +55,11 @@ async def store(tmp_path: Path) -> AsyncIterator[_Meeting]:
 
 
 def _tuning() -> Tuning:
-    return Tuning(
-        rrf_k=10,
-        weights={"vector": 1.0, "keyword": 1.0, "graph": 1.0},
-        depth=20,
-        half_life_days=0,
-        recency_weight=0.0,
-        salience_weight=0.0,
-        default_k=5,
-        max_k=50,
-        collections=(),
-    )
+    return tuning(depth=20, default_k=5)
 
 
 async def test_vector_and_keyword_channels_run_at_once(store: _Meeting) -> None:
-    searcher = Searcher(store, _Embedder(), _tuning())
+    searcher = Searcher(store, FixedEmbedder(), _tuning())
     alone = await searcher.search(Query("t", QUERY))  # no barrier: the ranking to expect
     store.barrier = asyncio.Barrier(2)
     together = await searcher.search(Query("t", QUERY))
@@ -94,4 +75,4 @@ async def test_a_failing_channel_fails_the_search(store: _Meeting) -> None:
 
     store.search_chunks_keyword = broken  # type: ignore[method-assign]
     with pytest.raises(RuntimeError, match="keyword index unreadable"):
-        await Searcher(store, _Embedder(), _tuning()).search(Query("t", QUERY))
+        await Searcher(store, FixedEmbedder(), _tuning()).search(Query("t", QUERY))

@@ -8,25 +8,16 @@ import datetime as dt
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from memex.retrieval.fusion import fuse, recency_factor, salience_factor
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import ChunkView
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, note, vec
+from memex.retrieval.testing import DIM, FixedEmbedder, note, tuning, vec
 
 TODAY = dt.date(2024, 6, 1)
 QUERY = "apple banana cherry"
-
-
-class _Embedder:
-    dimension = DIM
-    model_id = "fixed"
-
-    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        return np.array([vec(1.0, 0.5)] * len(texts), dtype=np.float32)
 
 
 class _Spy(EmbeddedStore):
@@ -60,24 +51,14 @@ async def store(tmp_path: Path) -> AsyncIterator[_Spy]:
 
 
 def _tuning() -> Tuning:
-    return Tuning(
-        rrf_k=10,
-        weights={"vector": 1.0, "keyword": 1.0, "graph": 1.0},
-        depth=60,
-        half_life_days=30,
-        recency_weight=0.3,
-        salience_weight=0.2,
-        default_k=10,
-        max_k=200,
-        collections=(),
-    )
+    return tuning(half_life_days=30, recency_weight=0.3, salience_weight=0.2)
 
 
 async def _old_ranking(
     searcher: Searcher, store: EmbeddedStore, t: Tuning
 ) -> list[tuple[str, float, str, str, int, int]]:
     """The ranking as computed before: every fused candidate fetched whole, then adjusted."""
-    vector = (await _Embedder().embed([QUERY], "query"))[0]
+    vector = (await FixedEmbedder().embed([QUERY], "query"))[0]
     lists = await searcher.run_channels(Query("t", QUERY), ("vector", "keyword", "graph"), vector)
     fused, _ = fuse(lists, t.weights, t.fusion, t.rrf_k)
     views = await store.get_chunks("t", list(fused))
@@ -91,7 +72,7 @@ async def _old_ranking(
 
 async def test_ranking_unchanged_and_only_the_top_k_are_hydrated(store: _Spy) -> None:
     t = _tuning()
-    searcher = Searcher(store, _Embedder(), t, today=lambda: TODAY)
+    searcher = Searcher(store, FixedEmbedder(), t, today=lambda: TODAY)
     expected = await _old_ranking(searcher, store, t)
     assert len(expected) > 3 * t.default_k  # enough candidates for the test to mean something
     store.asked.clear()

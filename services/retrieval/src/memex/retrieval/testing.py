@@ -5,20 +5,52 @@ They live in the package, like ``memex.shared.testing``, so every backend's test
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
 import textwrap
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memex.retrieval.search import Tuning
 from memex.retrieval.store.base import Chunk, Link, Note, Record, link_key
 
 DIM = 8
+
+
+class FixedEmbedder:
+    """An embedder that gives every text the same vector (``vec(1.0, 0.5)``): for searches
+    whose ranking the test sets through the stored vectors, not through the query's."""
+
+    dimension = DIM
+    model_id = "fixed"
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray[Any, Any]:
+        """The fixed vector, once per text."""
+        return np.array([vec(1.0, 0.5)] * len(texts), dtype=np.float32)
+
+
+def tuning(**changes: Any) -> Tuning:
+    """Search parameters for tests: RRF k=10, every default channel weighted 1, depth 60,
+    recency and salience off, k=10 (at most 200); ``changes`` override any of them."""
+    base = Tuning(
+        rrf_k=10,
+        weights={"vector": 1.0, "keyword": 1.0, "graph": 1.0},
+        depth=60,
+        half_life_days=0,
+        recency_weight=0.0,
+        salience_weight=0.0,
+        default_k=10,
+        max_k=200,
+        collections=(),
+    )
+    return dataclasses.replace(base, **changes)
 
 
 def vec(*weights: float) -> list[float]:
