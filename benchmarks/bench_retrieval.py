@@ -39,7 +39,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ from typing import Any
 
 import grpc
 from bench_fusion import LISTS_FILE, fusion_study, passage_texts, save_lists
-from bench_retrieval_scale import scale_report
+from bench_retrieval_scale import scale_report, start
 from bench_retrieval_weaviate import weaviate_report
 
 from memex.common.v1 import common_pb2
@@ -78,17 +77,6 @@ SINGLE = {
 NAMES = {v: k for k, v in SINGLE.items()}
 PARALLEL = 4
 LATENCY_QUERIES = 300
-
-
-def start(module: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """A service process with its log in ``log``."""
-    with log.open("ab") as handle:
-        return subprocess.Popen(
-            [sys.executable, "-m", module],
-            env={**os.environ, **env},
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
 
 
 def rss_mib(pid: int) -> float:

@@ -2,7 +2,9 @@
 
 The large store is built once from the corpus store (see bench_retrieval.py) and kept in the
 cache. Each measurement runs in a fresh process (``--measure``), so resident memory is that of a
-store opened cold, not of the process that built it.
+store opened cold, not of the process that built it. Then each store is searched through the
+real services (an embedding service and a retrieval service over that store, gRPC on loopback):
+the server-side ``search_ms`` of 300 claims one at a time, which excludes the query's embedding.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import random
 import re
 import sqlite3
@@ -22,19 +25,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 from numpy.typing import NDArray
 
+from memex.embedding.catalogue import CATALOGUE
 from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import Chunk, Note
 from memex.retrieval.store.embedded import EmbeddedStore, queries
+from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.shared.health import wait_until_serving
+from memex.shared.testing import free_port
 
 DIM = 384
 TENANT = "default"
 CHUNKS_PER_NOTE = 200
 NOISE = 0.5  # cosine to the source vector ~ 1 / sqrt(1 + NOISE^2) ~ 0.89
 RECALL_QUERIES = 200
+SERVICE_WARMUP = 20  # searches before timing: the first ones wait for the indexes to load
+SERVICE_QUERIES = 300
 
 
 class FixedEmbedder:
@@ -120,6 +130,7 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
             / 2**20,
             "db_mib": (store_dir / "memex.db").stat().st_size / 2**20,
             "steps": steps,
+            "model": model,
         }
     finally:
         await store.close()
@@ -244,6 +255,53 @@ async def build_big(source: Path, target: Path, corpus: list[str], total: int) -
     return time.perf_counter() - started
 
 
+def start(module: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A service process with its log in ``log``."""
+    with log.open("ab") as handle:
+        return subprocess.Popen(
+            [sys.executable, "-m", module],
+            env={**os.environ, **env},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def service_latency(store: Path, model: str, texts: Sequence[str], logs: Path) -> list[float]:
+    """Server-side ``search_ms`` (sorted) of ``texts`` searched one at a time through a real
+    retrieval service over ``store`` (default channels and k; the embedding service runs
+    the model whose id is ``model``, the one the store was indexed with), after a few untimed
+    searches."""
+    eport, rport = free_port(), free_port()
+    embedding = {"MEMEX_EMBEDDING_PORT": str(eport)}
+    # The store records the model's id; the service is configured by its catalogue name.
+    names = [name for name, entry in CATALOGUE.items() if entry.model_id == model]
+    if names:  # else a store from before models were recorded: the default model
+        embedding["MEMEX_EMBEDDING_MODEL"] = names[0]
+    procs = [start("memex.embedding", embedding, logs / "embedding-scale.log")]
+    try:
+        await wait_until_serving(f"127.0.0.1:{eport}", timeout=180)
+        env = {
+            "MEMEX_RETRIEVAL_EMBEDDING_ADDR": f"127.0.0.1:{eport}",
+            "MEMEX_RETRIEVAL_PORT": str(rport),
+            "MEMEX_RETRIEVAL_STORE_DIR": str(store),
+        }
+        procs.append(start("memex.retrieval", env, logs / "retrieval-scale.log"))
+        await wait_until_serving(f"127.0.0.1:{rport}", timeout=300)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{rport}") as channel:
+            stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            timed = []
+            for n, text in enumerate(texts[: SERVICE_WARMUP + SERVICE_QUERIES]):
+                reply = await stub.Search(retrieval_pb2.SearchRequest(query=text), timeout=120)
+                if n >= SERVICE_WARMUP:
+                    timed.append(reply.search_ms)
+            return sorted(timed)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(30)
+
+
 def _child(store: Path, query_file: Path) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--measure", str(store), str(query_file)],
@@ -295,6 +353,18 @@ async def scale_report(
         f"  the {big}-chunk set was built in {build_s:.0f}s "
         f"({big / max(build_s, 1e-9):.0f} chunks/s, vectors given, no embedding)"
     )
+    print(
+        f"\n  through the services (gRPC on loopback, {SERVICE_QUERIES} claims one at a time, "
+        "default channels and k, server-side search_ms, query embedding excluded):"
+    )
+    (work / "logs").mkdir(exist_ok=True)
+    for path, r in ((store, small), (target, large)):
+        claims = list(data.queries.values())
+        ms = await service_latency(path, r["model"], claims, work / "logs")
+        print(
+            f"  {r['chunks']:>8} chunks: p50 {statistics.median(ms):.1f} ms, "
+            f"p99 {ms[int(0.99 * (len(ms) - 1))]:.1f} ms"
+        )
 
 
 def _build_only(source: Path, beir: Path, split: str, big: int, work: Path) -> None:
