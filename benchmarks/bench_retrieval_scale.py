@@ -358,8 +358,8 @@ async def scale_report(
         "default channels and k, server-side search_ms, query embedding excluded):"
     )
     (work / "logs").mkdir(exist_ok=True)
+    claims = list(data.queries.values())
     for path, r in ((store, small), (target, large)):
-        claims = list(data.queries.values())
         ms = await service_latency(path, r["model"], claims, work / "logs")
         print(
             f"  {r['chunks']:>8} chunks: p50 {statistics.median(ms):.1f} ms, "

@@ -112,11 +112,12 @@ def down(args: argparse.Namespace, settings: StackSettings) -> int:
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 60
-    # The supervisor removes its state file before it has closed its own listening sockets
-    # (its metrics port): an `up` right after a `down` that returned then found a port in use.
-    while time.monotonic() < deadline and (read_state(settings) is not None or alive(pid)):
+    # The process itself, not its state file: the supervisor removes the file before it has
+    # closed its own listening sockets (its metrics port), and an `up` right after a `down`
+    # that returned on the file found a port in use.
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.2)
-    if read_state(settings) is not None or alive(pid):
+    if alive(pid):
         _print(f"the supervisor (pid {pid}) did not stop within 60s")
         return EXIT_FAILED
     _print("memex stopped")

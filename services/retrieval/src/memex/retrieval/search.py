@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -232,10 +233,9 @@ class Searcher:
         wanted = set(query.filters.collections)
         notes = not query.filters.exclude_notes
         independent: dict[str, Awaitable[list[Hit]]] = {}
-        if "vector" in channels:
-            independent["vector"] = self._vector_channel(query, vector, base, notes)
-        if "keyword" in channels:
-            independent["keyword"] = self._keyword_channel(query, base, notes)
+        for channel in ("vector", "keyword"):
+            if channel in channels:
+                independent[channel] = self._direct_channel(channel, query, vector, base, notes)
         for channel, collection in RECORD_CHANNELS.items():
             if channel in channels and (not wanted or collection in wanted):
                 independent[channel] = self._records_channel(query, collection, vector, base)
@@ -247,24 +247,22 @@ class Searcher:
         out.update((c, found[c]) for c in RECORD_CHANNELS if c in found)
         return out
 
-    async def _vector_channel(
-        self, query: Query, vector: Any, base: SearchFilter, notes: bool
+    async def _direct_channel(
+        self, channel: str, query: Query, vector: Any, base: SearchFilter, notes: bool
     ) -> list[Hit]:
+        """The vector or keyword channel: chunks, plus records of the collections the filter
+        names."""
         store, tenant, depth = self._store, query.tenant, self._t.depth
+        if channel == "vector":
+            chunks = functools.partial(store.search_chunks_vector, tenant, vector)
+            records = functools.partial(store.search_records_vector, tenant, vector)
+        else:
+            chunks = functools.partial(store.search_chunks_keyword, tenant, query.text)
+            records = functools.partial(store.search_records_keyword, tenant, query.text)
+        hits = await chunks(depth, base) if notes else []
         plain = tuple(c for c in query.filters.collections if c not in RECORD_CHANNELS)
-        hits = await store.search_chunks_vector(tenant, vector, depth, base) if notes else []
         if plain:
-            rflt = dataclasses.replace(base, collections=plain)
-            hits = _merge(hits, await store.search_records_vector(tenant, vector, depth, rflt))
-        return hits[:depth]
-
-    async def _keyword_channel(self, query: Query, base: SearchFilter, notes: bool) -> list[Hit]:
-        store, tenant, depth = self._store, query.tenant, self._t.depth
-        plain = tuple(c for c in query.filters.collections if c not in RECORD_CHANNELS)
-        hits = await store.search_chunks_keyword(tenant, query.text, depth, base) if notes else []
-        if plain:
-            rflt = dataclasses.replace(base, collections=plain)
-            hits = _merge(hits, await store.search_records_keyword(tenant, query.text, depth, rflt))
+            hits = _merge(hits, await records(depth, dataclasses.replace(base, collections=plain)))
         return hits[:depth]
 
     async def _graph(
