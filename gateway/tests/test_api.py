@@ -8,8 +8,10 @@ import grpc
 import httpx
 import pytest
 
+from memex.gateway import convert
 from memex.gateway.errors import HTTP_STATUS, http_status
 from memex.gateway.testing import Gateway
+from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 TABLE = {
     "INVALID_ARGUMENT": 400,
@@ -58,7 +60,14 @@ def test_ask_returns_the_structured_answer_and_passes_the_request_id(
             "support_label": "verbatim",
         }
     ]
-    assert body["grounding"] == {"cited": 1, "grounded": 1, "score": 1.0, "dropped": []}
+    assert body["grounding"] == {
+        "cited": 1,
+        "grounded": 1,
+        "score": 1.0,
+        "dropped": [],
+        "specifics": [],
+        "dropped_claims": [],
+    }
     assert body["stages"] == ["plan", "retrieve", "synthesize", "ground_check"]
     assert r.headers["x-request-id"] == "req-42"
     assert gateway.orchestrator.request_ids[-1] == "req-42"
@@ -271,3 +280,28 @@ def test_openapi_documents_every_route_and_error_status(client: httpx.Client) ->
     assert ask["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "AskRequest"
     )
+
+
+def test_the_claim_check_reaches_the_client_as_the_grounding_report_lists_it() -> None:
+    """Issue 35: every specific with its verdict, and the sentences cut, in the JSON answer."""
+    reply = opb.AskResponse(
+        answer="Use `--depth 1` [[clone]].",
+        grounding=opb.GroundingReport(
+            cited=1,
+            grounded=1,
+            score=1.0,
+            specifics=[
+                opb.CheckedSpecific(
+                    text="--depth 1", kind="code", verdict="supported", ref="[[clone]]"
+                ),
+                opb.CheckedSpecific(text="2.4.0", kind="version", verdict="unsupported"),
+            ],
+            dropped_claims=["It started in Ruby 2.4.0."],
+        ),
+    )
+    grounding = convert.ask(reply).model_dump()["grounding"]
+    assert grounding["specifics"] == [
+        {"text": "--depth 1", "kind": "code", "verdict": "supported", "ref": "[[clone]]"},
+        {"text": "2.4.0", "kind": "version", "verdict": "unsupported", "ref": ""},
+    ]
+    assert grounding["dropped_claims"] == ["It started in Ruby 2.4.0."]

@@ -198,14 +198,17 @@ def test_a_sentence_that_restates_the_question_keeps_the_number_it_shares() -> N
     assert read(text, sources).reanchored == 1  # read without its question: moved to [1]
     reading = read(text, sources, question)
     assert reading.reanchored == 0
-    assert [(c.ref, c.support) for c in reading.citations] == [("[[Checklist]]", "paraphrase")]
+    # The words it repeats from the question are not weighed: the rest is the checklist's.
+    assert [(c.ref, c.support) for c in reading.citations] == [("[[Checklist]]", "verbatim")]
     assert reading.answer.endswith("at the new address. [[Checklist]]")
 
 
-def test_a_claim_no_shown_source_holds_keeps_its_number_and_stays_unsupported() -> None:
+def test_a_claim_whose_name_no_shown_source_holds_is_cut_by_the_claim_check() -> None:
     reading = read("Ron grows prize-winning leeks in Harrogate [1].", SOURCES)
-    assert reading.reanchored == 0
-    assert [(c.ref, c.support) for c in reading.citations] == [("[[Tenancy]]", "inference")]
+    assert reading.reanchored == 0 and reading.citations == [] and reading.answer == ""
+    assert reading.main_unsupported
+    assert reading.dropped_claims == ("Ron grows prize-winning leeks in Harrogate  .",)
+    assert [(s.text, s.verdict) for s in reading.specifics] == [("Harrogate", "unsupported")]
 
 
 @pytest.mark.parametrize(
@@ -339,7 +342,8 @@ def test_money_an_answer_gives_must_be_money_in_what_it_was_shown() -> None:
     shown = [car, deposit, carpet]
     assert read("The brake pads cost $4 [1].", shown).unfounded_money  # a measure
     assert read("The front brake pads cost $4.", shown).unfounded_money  # attributed to [1]
-    assert read("Graham returns £950 of the deposit [2].", shown).unfounded_money  # nowhere
+    # nowhere: the claim check cuts it before money is weighed
+    assert read("Graham returns £950 of the deposit [2].", shown).main_unsupported
     # Two sources under one number: the amount is in another source shown, so it stands.
     assert not read("Graham returns £800, less £120 for the carpet [2].", shown).unfounded_money
 
@@ -359,7 +363,7 @@ def test_a_figure_from_another_note_in_one_notes_words_is_borrowed() -> None:
     shown = [trip, tax]
     claim = "The refund for the cancelled whale-watching trip was $1,000"
     assert read(f"{claim}.", shown).borrowed_figure
-    assert read(f"{claim} [1].", shown).borrowed_figure
+    assert read(f"{claim} [1].", shown).main_unsupported  # [1] does not hold $1,000: cut
     assert not read("$1,000 of the tax refund went into the TFSA [2].", shown).borrowed_figure
     assert not read("They cancelled the whale-watching boat [1].", shown).borrowed_figure
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memex.orchestrator.ask import Asker, Draft, Finished, Redraft, Started
-from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, today_line
+from memex.orchestrator.briefing import CITE_REMINDER, EMPTY_MEMORY_ANSWER, today_line
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.policy import scope
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, Usage
@@ -45,7 +45,7 @@ async def test_a_default_ask_is_one_audited_model_call_citing_sources_by_number(
     prompt = model.calls[0].messages[-1].content
     assert prompt.startswith("Sources:\n\n[1] Flat lease (1 February 2026)\nAgreed with Dana")
     assert "[4] Record: Dana Ruiz" in prompt and prompt.endswith(
-        f"\n\n{today_line()}\nQuestion: What did we agree about the deposit?"
+        f"\n\n{today_line()}\nQuestion: What did we agree about the deposit?\n{CITE_REMINDER}"
     )
     assert model.calls[0].options.json_schema == ""  # prose, not JSON
     assert [c.ref for c in result.citations] == ["[[Flat lease]]", "entities:dana"]
@@ -214,7 +214,8 @@ async def test_the_top_n_cap_applies_per_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [
-        (["It was £5000 [7]."], "uncited"),  # names no source shown
+        (["It was £5000 [7]."], "unsupported"),  # names no source shown; none has £5000
+        (["It was sunny [7]."], "uncited"),  # names no source shown
         (["It was £800 [1] [7] [8]."], "ungrounded"),  # most numbers name nothing shown
         (["I don't know."], "declined"),
         (["The notes do not mention the deposit [1]."], "declined"),
@@ -701,3 +702,37 @@ async def test_a_model_fast_enough_for_the_whole_briefing_answers_in_one_call(
     [call] = model.calls
     assert "[4] Record: Dana Ruiz" in call.messages[-1].content
     assert result.stages == ["retrieve", "synthesize", "ground_check"]
+
+
+async def test_an_ask_reports_and_keeps_its_claim_check(tmp_path: Path) -> None:
+    """Issue 35: a sentence whose figure no cited source holds is cut from the answer; the
+    grounding report and the telemetry turn list every specific with its verdict."""
+    model = reasoner(["The deposit is £800 [1]. It was paid on 29 February [1]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "What did we agree about the deposit?", include_sensitive=True)
+    assert not result.abstained
+    assert result.answer == "The deposit is £800 [[Flat lease]]."
+    assert result.grounding.dropped_claims == ("It was paid on 29 February  .",)
+    checked = {(s.text, s.verdict) for s in result.grounding.specifics}
+    assert {("£800", "supported"), ("29", "unsupported")} <= checked
+    [row] = o.store.query(
+        "SELECT claim_check, dropped_claims FROM telemetry_turns WHERE id = ?", result.turn_id
+    )
+    kept = json.loads(row["claim_check"])
+    assert {
+        "text": "£800",
+        "kind": "figure",
+        "verdict": "supported",
+        "ref": "[[Flat lease]]",
+    } in kept
+    assert json.loads(row["dropped_claims"]) == ["It was paid on 29 February  ."]
+
+
+async def test_an_ask_whose_main_claim_is_unsupported_abstains_naming_the_closest_notes(
+    tmp_path: Path,
+) -> None:
+    model = reasoner(["The deposit is £950 [1]. It is returned in May [1]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "How big is the deposit?", include_sensitive=True)
+    assert result.abstained and result.abstain_reason == "unsupported"
+    assert "[[Flat lease]]" in result.answer and "£950" not in result.answer

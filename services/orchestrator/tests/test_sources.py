@@ -241,7 +241,7 @@ def test_the_briefing_says_what_day_it_is() -> None:
     # "last year's review" and "how long ago" count from today. The line is in the user's
     # message, so the system prompt stays one cached prefix: an ask has it after the sources
     # (a first pass's prompt is still the start of its widened one), a chat turn first.
-    from memex.orchestrator.briefing import answer_messages, chat_turn, today_line
+    from memex.orchestrator.briefing import CITE_REMINDER, answer_messages, chat_turn, today_line
     from memex.orchestrator.persona import load_personas
 
     day = dt.date(2026, 12, 4)
@@ -251,7 +251,7 @@ def test_the_briefing_says_what_day_it_is() -> None:
     assert today_line(day) not in system.content
     assert user.content.startswith("(The memory is empty")
     assert user.content.endswith(
-        "\n\nToday is Friday 4 December 2026.\nQuestion: When was my last review?"
+        "\n\nToday is Friday 4 December 2026.\nQuestion: When was my last review?\n" + CITE_REMINDER
     )
     assert chat_turn([], "and last week?", day).startswith("Today is Friday 4 December 2026.\n\n")
 

@@ -21,7 +21,15 @@ def ask(reply: opb.AskResponse) -> models.AskResponse:
         citations=citations(reply.citations),
         persona=reply.persona,
         grounding=models.Grounding(
-            cited=g.cited, grounded=g.grounded, score=g.score, dropped=list(g.dropped)
+            cited=g.cited,
+            grounded=g.grounded,
+            score=g.score,
+            dropped=list(g.dropped),
+            specifics=[
+                models.CheckedSpecific(text=s.text, kind=s.kind, verdict=s.verdict, ref=s.ref)
+                for s in g.specifics
+            ],
+            dropped_claims=list(g.dropped_claims),
         ),
         abstained=reply.abstained,
         stages=list(reply.stages),

@@ -90,11 +90,29 @@ class AskRequest(Strict):
     )
 
 
+class CheckedSpecific(BaseModel):
+    text: str = Field(description="A specific as the answer wrote it.")
+    kind: str = Field(description="code, flag, identifier, key, path, version, figure or name.")
+    verdict: str = Field(
+        description='"supported" (a cited source holds it), "restated" (the question writes '
+        'it) or "unsupported".'
+    )
+    ref: str = Field(description="The cited source that holds it; empty when unsupported.")
+
+
 class Grounding(BaseModel):
     cited: int = Field(description="Citations the model gave.")
     grounded: int = Field(description="Citations kept after grounding.")
     score: float = Field(description="grounded / cited; 0 when nothing was cited.")
     dropped: list[str] = Field(description="Refs dropped because they named nothing shown.")
+    specifics: list[CheckedSpecific] = Field(
+        default_factory=list,
+        description="The claim check: every specific the answer stated, with its verdict.",
+    )
+    dropped_claims: list[str] = Field(
+        default_factory=list,
+        description="Sentences cut because a specific of theirs is in no cited source.",
+    )
 
 
 class AskResponse(BaseModel):

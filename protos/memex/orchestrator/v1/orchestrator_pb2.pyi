@@ -146,6 +146,8 @@ class GroundingReport(_message.Message):
     GROUNDED_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     DROPPED_FIELD_NUMBER: _builtins.int
+    SPECIFICS_FIELD_NUMBER: _builtins.int
+    DROPPED_CLAIMS_FIELD_NUMBER: _builtins.int
     cited: _builtins.int
     """Citations the model gave, and those kept after grounding."""
     grounded: _builtins.int
@@ -155,6 +157,16 @@ class GroundingReport(_message.Message):
     def dropped(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Refs dropped because they named nothing the model was shown."""
 
+    @_builtins.property
+    def specifics(self) -> _containers.RepeatedCompositeFieldContainer[Global___CheckedSpecific]:
+        """The claim check: every specific the answer stated (a figure, a version, a date, a code span,
+        a command or flag, an identifier, a key, a path, a proper name) with its verdict.
+        """
+
+    @_builtins.property
+    def dropped_claims(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Sentences cut from the answer because a specific of theirs is in no source it cites."""
+
     def __init__(
         self,
         *,
@@ -162,14 +174,50 @@ class GroundingReport(_message.Message):
         grounded: _builtins.int = ...,
         score: _builtins.float = ...,
         dropped: _abc.Iterable[_builtins.str] | None = ...,
+        specifics: _abc.Iterable[Global___CheckedSpecific] | None = ...,
+        dropped_claims: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cited", b"cited", "dropped", b"dropped", "grounded", b"grounded", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cited", b"cited", "dropped", b"dropped", "dropped_claims", b"dropped_claims", "grounded", b"grounded", "score", b"score", "specifics", b"specifics"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GroundingReport: _TypeAlias = GroundingReport  # noqa: Y015
+
+@_typing.final
+class CheckedSpecific(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    VERDICT_FIELD_NUMBER: _builtins.int
+    REF_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """As the answer wrote it."""
+    kind: _builtins.str
+    """code, flag, identifier, key, path, version, figure or name."""
+    verdict: _builtins.str
+    """"supported" (a cited source holds it), "restated" (the question itself writes it) or
+    "unsupported".
+    """
+    ref: _builtins.str
+    """The cited source that holds it; empty when unsupported."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        verdict: _builtins.str = ...,
+        ref: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "ref", b"ref", "text", b"text", "verdict", b"verdict"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckedSpecific: _TypeAlias = CheckedSpecific  # noqa: Y015
 
 @_typing.final
 class AskRequest(_message.Message):

@@ -16,12 +16,25 @@ answer's text; the reading counts how many were moved.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memex.orchestrator.citations import parse_citations, police
-from memex.orchestrator.items import Citation, GroundingReport, Support, note_path
+from memex.orchestrator.claim_check import (
+    NUMBER_WORD as _NUMBER_WORD,
+)
+from memex.orchestrator.claim_check import (
+    holds,
+    specifics,
+    unsupported,
+    verdicts,
+)
+from memex.orchestrator.claim_check import (
+    occurs_in as _occurs_in,
+)
+from memex.orchestrator.items import CheckedSpecific, Citation, GroundingReport, Support, note_path
 from memex.orchestrator.lexical import (
     Segment,
     coverage,
@@ -89,6 +102,13 @@ class Reading:
     # Source numbers followed by the sources' own headers ("on [1] 2026-11-22, [2] 2026-06-02"):
     # the model listed what it was shown instead of answering.
     lists_sources: bool = False
+    # The claim check (``claim_check.py``): every specific the answer stated, with its verdict,
+    # and the sentences dropped because a specific of theirs is in no cited source.
+    specifics: tuple[CheckedSpecific, ...] = ()
+    dropped_claims: tuple[str, ...] = ()
+    # The answer's main claim (its first sentence that says more than the question) was dropped:
+    # what is left does not answer, so the ask abstains.
+    main_unsupported: bool = False
 
 
 def numbers(group: str) -> list[int]:
@@ -165,13 +185,18 @@ class _Grade:
     quote: str
 
 
-def grade(claim: str, source: Source) -> _Grade:
+def grade(claim: str, source: Source, question: str = "") -> _Grade:
     """How well ``source`` (its title and excerpt) supports ``claim``, with the sentence that
-    supports it best. A figure of the claim (an amount, a date, a time) that the source does not
-    hold anywhere, title and date included, leaves it an inference however many of its words
-    are there; so does an amount of money that the source writes only as a measure ("$4" from
-    "brake pads at 4 mm")."""
+    supports it best. The words the claim repeats from ``question`` are not weighed: "The
+    built-in that copies an object deeply is `structuredClone`" claims only the name. A figure
+    of the claim (an amount, a date, a time) that the source does not hold anywhere, title and
+    date included, leaves it an inference however many of its words are there; so does an
+    amount of money that the source writes only as a measure ("$4" from "brake pads at 4 mm").
+    A claim whose every command, flag, identifier, key, path and version the source writes
+    exactly is at least a paraphrase of it, however it words the rest."""
     claim_terms = terms(claim)
+    asked = set(terms(question))
+    claim_terms = [t for t in claim_terms if t not in asked or is_number(t)] or claim_terms
     best_cover, best_quote = 0.0, ""
     for part in source.segments:
         cover = coverage(claim_terms, terms(part.text))
@@ -194,9 +219,20 @@ def grade(claim: str, source: Source) -> _Grade:
     verbatim = bare and (bare in squash(source.excerpt) or bare in squash(source.shown))
     if verbatim or best_cover >= VERBATIM_AT:
         return _Grade("verbatim", cover, quote)
-    if cover >= PARAPHRASE_AT:
+    if cover >= PARAPHRASE_AT or _types_exactly(claim, source, question):
         return _Grade("paraphrase", cover, quote)
     return _Grade("inference", cover, quote)
+
+
+def _types_exactly(claim: str, source: Source, question: str) -> bool:
+    """Whether ``claim`` gives something a person types (a command, a flag, an identifier, a
+    key, a path, a version), beyond what the question writes, and ``source`` holds all of it."""
+    typed = [
+        (kind, text)
+        for kind, text in specifics(claim)
+        if kind not in ("figure", "name") and not _occurs_in(text, question)
+    ]
+    return bool(typed) and all(holds(kind, text, source.checkable) for kind, text in typed)
 
 
 def _heading(source: Source) -> str:
@@ -287,6 +323,7 @@ class _Claim:
     named: list[Source] = field(default_factory=list)
     markers: list[tuple[int, int]] = field(default_factory=list)  # spans in the answer
     moved: bool = False
+    span: tuple[int, int] = (0, 0)  # the sentence in the answer, its own markers included
 
 
 def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
@@ -310,8 +347,9 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
         # sentences before them.
         if not terms(claim) and claims:
             targets = claims[len(claims) - max(uncited, 1) :]
+            claims[-1].span = (claims[-1].span[0], piece.end)
         else:
-            claims.append(_Claim(claim))
+            claims.append(_Claim(claim, span=(piece.start, piece.end)))
             targets = claims[len(claims) - 1 - uncited :]
         if named:
             for target in targets:
@@ -333,12 +371,12 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
     if (
         not named
         or not _says_more(claim.text, question)
-        or any(grade(claim.text, s).support != "inference" for s in named)
+        or any(grade(claim.text, s, question).support != "inference" for s in named)
     ):
         return
     words = [term for term in terms(claim.text) if not is_number(term)]
     graded = [
-        (grade(claim.text, s), s)
+        (grade(claim.text, s, question), s)
         for s in sources
         if s not in named and (not words or coverage(words, _held(s)) >= PARAPHRASE_AT)
     ]
@@ -362,9 +400,83 @@ def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
     return "".join(out) + text[at:]
 
 
-def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
+@dataclass(frozen=True)
+class _Checked:
+    """An answer after the claim check: the sentences kept, and what was found."""
+
+    text: str
+    specifics: tuple[CheckedSpecific, ...]
+    dropped: tuple[str, ...]
+    main_unsupported: bool
+
+
+def check_claims(
+    text: str, sources: Sequence[Source], question: str = "", said: str = ""
+) -> _Checked:
+    """The claim check (``claim_check.py``): each sentence's specifics against the sources the
+    answer cites (all shown sources when it cites none: attribution then finds its sources), a
+    sentence with an unsupported specific cut from the answer. Cutting a sentence may take the
+    only citation of a source another sentence relied on, so the check runs again over what is
+    left until nothing more is cut. What the question or ``said`` (a chat's earlier messages)
+    writes is restated, not claimed."""
+    context = f"{question}\n{said}" if said else question
+    found: list[CheckedSpecific] = []
+    dropped: list[str] = []
+    main_unsupported = False
+    for round_ in range(4):
+        claims, _ = _claims(text, sources)
+        for claim in claims:
+            _reanchor(claim, sources, question)
+        named = [s for claim in claims for s in claim.named] or list(sources)
+        cited = [s.checkable for s in dict.fromkeys(named)]
+        fenced = _fenced(text)
+        checked = [
+            (claim, verdicts(claim.text, cited, context, code=_within(claim.span, fenced)))
+            for claim in claims
+        ]
+        failing = [claim for claim, found_here in checked if unsupported(found_here)]
+        if round_ == 0:
+            main = next((c for c in claims if _says_more(c.text, question)), None)
+            main_unsupported = main is not None and main in failing
+        if not failing:
+            found += [specific for _, found_here in checked for specific in found_here]
+            break
+        found += [s for claim, found_here in checked if claim in failing for s in found_here]
+        dropped += [claim.text for claim in failing]
+        text = _cut(text, [claim.span for claim in failing])
+    if dropped and not segments(text):
+        main_unsupported = True
+    return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported)
+
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The bodies of the fenced code blocks in ``text``: each line there is code as a whole."""
+    return [match.span(2) for match in _FENCE.finditer(text)]
+
+
+def _within(span: tuple[int, int], regions: Sequence[tuple[int, int]]) -> bool:
+    return any(lo <= span[0] and span[1] <= hi for lo, hi in regions)
+
+
+def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` without ``spans``, the spacing they leave closed up."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    return re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", "".join(out))).strip()
+
+
+def read(text: str, sources: Sequence[Source], question: str = "", said: str = "") -> Reading:
     """Grounds and grades a numbered answer to ``question`` against the sources it was
-    written from."""
+    written from, after the claim check has cut every sentence that states a specific no
+    cited source holds."""
+    checked = check_claims(text, sources, question, said)
+    text = checked.text
     claims, dropped = _claims(text, sources)
     for claim in claims:
         _reanchor(claim, sources, question)
@@ -377,7 +489,7 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     for claim in claims:
         for source in dict.fromkeys(claim.named):
             cited += 1
-            graded = grade(claim.text, source)
+            graded = grade(claim.text, source, question)
             held = best.get(source.number)
             if held is None:
                 order.append(source.number)
@@ -390,7 +502,12 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     attributed = False
     if not best and not declined:
         for claim in claims:
-            held_by = [(g, s) for s in sources if (g := grade(claim.text, s)).cover >= ATTRIBUTE_AT]
+            held_by = [
+                (g, s)
+                for s in sources
+                if (g := grade(claim.text, s, question)).cover >= ATTRIBUTE_AT
+                or _types_exactly(claim.text, s, question)
+            ]
             if not held_by:
                 continue
             # A claim that names a note ("as agreed in the Flat Deposit Agreement") cites it in
@@ -417,7 +534,13 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
     return Reading(
         answer=rewrite(text, sources),
         citations=citations,
-        report=GroundingReport(cited=cited, grounded=grounded, dropped=tuple(dropped)),
+        report=GroundingReport(
+            cited=cited,
+            grounded=grounded,
+            dropped=tuple(dropped),
+            specifics=checked.specifics,
+            dropped_claims=checked.dropped,
+        ),
         declined=declined,
         support=max((g.cover for g, _ in best.values()), default=0.0),
         attributed=attributed,
@@ -429,6 +552,9 @@ def read(text: str, sources: Sequence[Source], question: str = "") -> Reading:
         ),
         borrowed_figure=any(_borrows_figure(claim.text, sources) for claim in claims),
         lists_sources=_lists_sources(text, sources),
+        specifics=checked.specifics,
+        dropped_claims=checked.dropped,
+        main_unsupported=checked.main_unsupported,
     )
 
 
@@ -457,16 +583,25 @@ def _unfounded_money(claim: _Claim, cited: Sequence[Source], sources: Sequence[S
 
 
 def read_reply(
-    prose: str, citations_tail: str, sources: Sequence[Source], question: str = ""
+    prose: str,
+    citations_tail: str,
+    sources: Sequence[Source],
+    question: str = "",
+    said: str = "",
 ) -> Reading:
     """Reads a reply to ``question``: its numbers first; else a ``@@CITATIONS@@`` JSON tail,
     which larger models trained on the chat format may write and which is policed by SPEC
     B10's table; else sources attributed to uncited sentences that one of them plainly
     holds."""
-    reading = read(prose, sources, question)
+    reading = read(prose, sources, question, said)
     if (reading.citations and not reading.attributed) or not citations_tail.strip():
         return reading
-    citations, report = police(parse_citations(citations_tail), [s.item for s in sources])
+    citations, policed = police(parse_citations(citations_tail), [s.item for s in sources])
+    report = dataclasses.replace(
+        policed,
+        specifics=reading.report.specifics,
+        dropped_claims=reading.report.dropped_claims,
+    )
     if not citations and reading.attributed:
         return reading
     return Reading(
@@ -477,6 +612,9 @@ def read_reply(
         support=1.0 if citations else 0.0,
         attributed=False,
         claims=reading.claims,
+        specifics=reading.specifics,
+        dropped_claims=reading.dropped_claims,
+        main_unsupported=reading.main_unsupported,
     )
 
 
@@ -571,16 +709,82 @@ class RefStream:
         return _tidy(MARKER.sub(lambda match: _refs(match, self._sources), text))
 
 
+class ClaimGate:
+    """Holds a streamed sentence back from its first word that could be a specific (a figure, a
+    code span, a flag, a name: anything but a plain word) until the sentence and the numbers
+    after it are complete, then lets it through only if the claim check finds every specific
+    in a source the answer has cited so far (all shown sources while it has cited none). So no
+    unchecked specific reaches the reader; plain words still stream as they come. The stored
+    answer is checked again as a whole (``read``)."""
+
+    # A sentence is done at its end mark, with the numbers that close it ("fact. [2]"), once
+    # the next sentence has begun; or at a line break.
+    _END = re.compile(rf"[.!?](?:\s*(?:{MARKER.pattern}))*(?=\s+[^\s\[])|\n", re.IGNORECASE)
+    _PLAIN = re.compile(r"[a-z]+(?:['\u2019-][a-z]+)*[,;:.!?]?|[A-Z][a-z]*(?:'[a-z]+)?[,;:]?")
+
+    def __init__(self, sources: Sequence[Source], question: str = "", said: str = "") -> None:
+        self._sources = list(sources)
+        self._context = f"{question}\n{said}" if said else question
+        self._cited: list[Source] = []
+        self._shown_part = ""  # the current sentence's words already let through
+        self._held = ""  # the rest of the current sentence, and what came after
+
+    def feed(self, text: str) -> str:
+        """What may be shown now of ``text``."""
+        self._held += text
+        out = []
+        while (end := self._END.search(self._held)) is not None:
+            sentence, self._held = self._held[: end.end()], self._held[end.end() :]
+            out.append(self._settle(sentence))
+        out.append(self._plain_lead())
+        return "".join(out)
+
+    def finish(self) -> str:
+        """The last sentence, if it passes the check."""
+        rest, self._held = self._held, ""
+        return self._settle(rest) if rest else ""
+
+    def _plain_lead(self) -> str:
+        """The plain words at the start of what is held, while nothing specific came before
+        them in the sentence; the last word is kept back (it may still grow)."""
+        lead = 0
+        for word in re.finditer(r"\S+\s+", self._held):
+            text = word.group().strip()
+            opening = not self._shown_part.strip() and word.start() == 0
+            if (
+                not self._PLAIN.fullmatch(text)
+                or (text[0].isupper() and not opening)
+                or _NUMBER_WORD.fullmatch(text.strip(",;:.!?"))
+            ):
+                break  # from here on the sentence waits for its check
+            lead = word.end()
+        released, self._held = self._held[:lead], self._held[lead:]
+        self._shown_part += released
+        return released
+
+    def _settle(self, held: str) -> str:
+        """The held rest of a finished sentence, or "" when a specific in it is unsupported."""
+        sentence = self._shown_part + held
+        self._shown_part = ""
+        for match in MARKER.finditer(sentence):
+            self._cited += _cited(match, self._sources)[0]
+        cited = [s.checkable for s in dict.fromkeys(self._cited or self._sources)]
+        claim = MARKER.sub(" ", sentence)
+        return "" if unsupported(verdicts(claim, cited, self._context)) else held
+
+
 class ReplyStream:
     """A model's reply on its way to the reader, for ask and chat alike: ``<think>`` dropped and a
     ``@@CITATIONS@@`` tail kept apart (SPEC B9), cut at the first repeated sentence, source
     numbers shown as refs as they arrive; then read as a whole (``read``)."""
 
-    def __init__(self, sources: Sequence[Source], question: str = "") -> None:
+    def __init__(self, sources: Sequence[Source], question: str = "", said: str = "") -> None:
         self._sources = list(sources)
         self._question = question
+        self._said = said  # a chat's earlier messages: what they write is not a new claim
         self._filter = StreamFilter()
         self._guard = RepeatGuard()
+        self._gate = ClaimGate(sources, question, said)
         self._refs = RefStream(sources)
         self.looping = False
         """The model started repeating itself: stop it (close its stream), feed no more."""
@@ -598,17 +802,21 @@ class ReplyStream:
         if self._guard.feed(visible):
             self.looping = True
             return ""
-        return self._refs.feed(visible)
+        return self._refs.feed(self._gate.feed(visible))
 
     def finish(self) -> str:
         """Whatever was still held back, once the model has stopped."""
         rest = "" if self.looping else self._filter.finish()
         if rest and self._guard.feed(rest):
             rest = ""
-        return self._refs.feed(rest) + self._refs.finish()
+        return self._refs.feed(self._gate.feed(rest) + self._gate.finish()) + self._refs.finish()
 
     def read(self) -> Reading:
         """The whole reply, grounded and graded (``read_reply``)."""
         return read_reply(
-            self._guard.kept, self._filter.citations_text, self._sources, self._question
+            self._guard.kept,
+            self._filter.citations_text,
+            self._sources,
+            self._question,
+            self._said,
         )

@@ -364,6 +364,7 @@ class Asker:
             abstained=result.abstained,
             dropped_steps=result.dropped_steps,
             answer=result.answer,
+            report=result.grounding,
         )
         yield Finished(result)
 

@@ -98,6 +98,10 @@ def abstain_reason(
     question: str, reading: Reading, sources: list[Source], abstain_below: float
 ) -> str:
     """Why the ask abstains, or "" when the answer rests on a source (SPEC B10)."""
+    if reading.main_unsupported:
+        # The claim check cut the sentence that answers: it stated a specific (a version, a
+        # command, an amount) that no source it cites holds.
+        return "unsupported"
     if reading.declined:
         return "declined"
     if not reading.citations:

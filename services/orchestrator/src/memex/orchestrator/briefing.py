@@ -12,6 +12,7 @@ import datetime as dt
 
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage
+from memex.orchestrator.question_parts import parts_line
 from memex.orchestrator.sources import Source, render_all, spoken_date
 
 EMPTY_MEMORY_ANSWER = "There is nothing in the memory yet to answer from."
@@ -23,11 +24,22 @@ How to answer:
   records.
 - Find the words in the sources that answer the question, and answer with those words, in one
   to three sentences. Answer every part of the question: a "why" needs its reason. Copy names,
-  amounts, dates and times exactly as the sources write them.
+  amounts, dates, times, versions and numbers exactly as the sources write them.
+- When the question asks how to do something, give the exact command, code, keys or setting
+  from the source, in `backticks`, exactly as the source writes it.
+- Never add a name, number, version, command or setting that the sources do not write.
 - Right after each fact, write the number of the source it comes from in square brackets,
   for example [2].
 - If the sources do not contain the answer, reply only: {DECLINE}
 """.strip()
+
+# The last line a model reads before it answers. Measured on 8 questions about a real vault of
+# code-heavy notes: without it, the 1.5B model cited a source by number in 1 answer of 8 (an
+# answer in the style of a coding assistant); with it, in 6.
+CITE_REMINDER = (
+    "Answer in one to three sentences, with the source's number in square brackets after each "
+    "fact, like [1]."
+)
 
 CHAT_RULES = """
 How to reply:
@@ -63,9 +75,15 @@ def answer_messages(
     persona: Persona, sources: list[Source], question: str, today: dt.date | None = None
 ) -> list[ChatMessage]:
     """The one call of a default ask: rules, then the sources, the date and the question."""
+    parts = parts_line(question)
     return [
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
-        ChatMessage("user", f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}"),
+        ChatMessage(
+            "user",
+            f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n"
+            + (f"{parts}\n" if parts else "")
+            + CITE_REMINDER,
+        ),
     ]
 
 

@@ -152,7 +152,7 @@ class Chatter:
             ]
             messages.append(ChatMessage("user", chat_turn(sources, message)))
             # generate and filter
-            streamed = ReplyStream(sources, message)
+            streamed = ReplyStream(sources, message, said="\n".join(m.text for m in history))
             generated = p.generator.stream(
                 streamed,
                 purpose="chat",
@@ -206,6 +206,7 @@ class Chatter:
                 grounding=report.score,
                 abstained=not shown,
                 conversation_id=conversation_id,
+                report=report,
             )
             CHATS.labels("done").inc()
             yield Done(message_id, latency_ms, len(shown))

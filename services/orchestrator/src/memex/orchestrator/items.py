@@ -113,12 +113,27 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class CheckedSpecific:
+    """A specific an answer stated (a figure, a version, a command...) and the claim check's
+    verdict on it: ``supported`` with the cited source that holds it, ``restated`` when the
+    question itself writes it (not a claim), or ``unsupported``."""
+
+    text: str
+    kind: str
+    verdict: str
+    ref: str = ""
+
+
+@dataclass(frozen=True)
 class GroundingReport:
-    """How many citations the model gave, how many named something it was shown."""
+    """How many citations the model gave, how many named something it was shown; and the claim
+    check: every specific with its verdict, and the sentences cut for an unsupported one."""
 
     cited: int
     grounded: int
     dropped: tuple[str, ...] = ()
+    specifics: tuple[CheckedSpecific, ...] = ()
+    dropped_claims: tuple[str, ...] = ()
 
     @property
     def score(self) -> float:

@@ -28,7 +28,7 @@ from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversations import Message
 from memex.orchestrator.fusion import rrf
 from memex.orchestrator.generation import Generator
-from memex.orchestrator.items import Citation, ShownItem
+from memex.orchestrator.items import Citation, GroundingReport, ShownItem
 from memex.orchestrator.periods import named_period
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.planner import Step
@@ -253,10 +253,11 @@ class Recorder:
         conversation_id: str | None = None,
         dropped_steps: Sequence[str] = (),
         answer: str = "",
+        report: GroundingReport | None = None,
     ) -> str:
         """Writes the telemetry turn and its retrieval rows, off the event loop; returns the
         turn id. An ask passes its ``answer``; it is kept with the refs of ``citations`` for
-        replay."""
+        replay. ``report``'s claim check is kept too."""
         cited = {c.item_id for c in citations}
         return await asyncio.to_thread(
             self._telemetry.record_telemetry,
@@ -273,6 +274,8 @@ class Recorder:
             dropped_steps=dropped_steps,
             answer=answer,
             cited_refs=list(dict.fromkeys(c.ref for c in citations)),
+            claim_check=report.specifics if report else (),
+            dropped_claims=report.dropped_claims if report else (),
             retrievals=[(i.item_id, i.score, i.channel_scores, i.item_id in cited) for i in items],
         )
 

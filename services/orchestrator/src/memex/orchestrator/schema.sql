@@ -219,3 +219,10 @@ UPDATE messages SET sensitive = 1 WHERE role = 'assistant';
 -- and erases only that tenant's calls. Calls logged before read '' (whose they were is unknown)
 -- and are still searched for every tenant, as they were before.
 ALTER TABLE llm_log ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+
+-- migration 7
+-- Issue 35: the claim check of an ask or chat reply, kept with its telemetry turn: every specific
+-- the answer stated with its verdict and the source that holds it (JSON array of objects
+-- {text, kind, verdict, ref}), and the sentences cut for an unsupported one (JSON array).
+ALTER TABLE telemetry_turns ADD COLUMN claim_check TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE telemetry_turns ADD COLUMN dropped_claims TEXT NOT NULL DEFAULT '[]';

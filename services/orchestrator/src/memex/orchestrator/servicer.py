@@ -74,6 +74,11 @@ def ask_pb(r: AskResult) -> pb.AskResponse:
             grounded=r.grounding.grounded,
             score=r.grounding.score,
             dropped=list(r.grounding.dropped),
+            specifics=[
+                pb.CheckedSpecific(text=s.text, kind=s.kind, verdict=s.verdict, ref=s.ref)
+                for s in r.grounding.specifics
+            ],
+            dropped_claims=list(r.grounding.dropped_claims),
         ),
         abstained=r.abstained,
         stages=r.stages,

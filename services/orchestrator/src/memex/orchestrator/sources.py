@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from memex.orchestrator.claim_check import Shown
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import Segment, overlap_score, segments, squash, terms
 from memex.shared.aliases import holds_words
@@ -58,6 +59,12 @@ class Source:
     def shown(self) -> str:
         """The excerpt as the model reads it (``plain``); computed once, graded many times."""
         return plain(self.excerpt, self.item.title)
+
+    @cached_property
+    def checkable(self) -> Shown:
+        """All the model read of this source (header, date, excerpt), for the claim check."""
+        heading = f"{self.item.title} {dateline(self.item)}"
+        return Shown.of(self.ref, heading, self.item.date, self.excerpt, self.shown)
 
 
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")

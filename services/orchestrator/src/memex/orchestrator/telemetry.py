@@ -7,11 +7,13 @@ written before the call (``audit.py`` does not call the model if it cannot be wr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memex.orchestrator.db import Database, new_id, now_iso
+from memex.orchestrator.items import CheckedSpecific
 
 
 @dataclass(frozen=True)
@@ -50,17 +52,20 @@ class TelemetryStore(Database):
         dropped_steps: Sequence[str] = (),
         answer: str = "",
         cited_refs: Sequence[str] = (),
+        claim_check: Sequence[CheckedSpecific] = (),
+        dropped_claims: Sequence[str] = (),
     ) -> str:
         """A turn row plus one row per retrieved item (item id, fused score, channel scores,
         cited), ranked in the order given; returns the turn id. ``answer`` and ``cited_refs``
-        keep what an ask answered, for replay."""
+        keep what an ask answered, for replay; ``claim_check`` and ``dropped_claims`` what the
+        claim check found in it."""
         turn_id = new_id()
         with self._tx() as db:
             db.execute(
                 "INSERT INTO telemetry_turns (id, tenant, kind, query, model, persona, "
                 "prompt_version, grounding_score, abstained, latency_ms, conversation_id, "
-                "created_at, dropped_steps, answer, cited_refs) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, dropped_steps, answer, cited_refs, claim_check, dropped_claims) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     turn_id,
                     tenant,
@@ -77,6 +82,8 @@ class TelemetryStore(Database):
                     json.dumps(list(dropped_steps)),
                     answer,
                     json.dumps(list(cited_refs)),
+                    json.dumps([dataclasses.asdict(s) for s in claim_check]),
+                    json.dumps(list(dropped_claims)),
                 ),
             )
             db.executemany(

@@ -1,0 +1,52 @@
+"""The parts of a compound question (issue 35): "how much ..., and why?" asks two things.
+
+A small model answers the first part of a compound question and stops: asked how much and why,
+it gives the amount. Splitting is by form, not vocabulary: a question is cut where a
+conjunction is followed by a question word ("..., and why?", "... and which flag ..."), and
+where one sentence of the question ends and another asks again. Each part is then named in the
+prompt, so the model answers each or says which one the notes do not cover.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A question word that opens a new part after "and" / "or" / "but" (with or without a comma).
+_QUESTION_WORDS = (
+    r"what|which|who|whom|whose|when|where|why|how|can|could|does|did|is|are|was|were|"
+    r"should|will|would"
+)
+_JOIN = re.compile(rf",?\s+(?:and|or|but)\s+(?=(?:{_QUESTION_WORDS})\b)", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
+_OPENING = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
+_MAX_PARTS = 4
+
+
+def question_parts(question: str) -> list[str]:
+    """The things ``question`` asks, in order: one part for a simple question. A sentence that
+    asks nothing (context: "I botched a reset.") is not a part; it stays with the question."""
+    parts: list[str] = []
+    for sentence in _SENTENCE.split(" ".join(question.split())):
+        asks = sentence.endswith("?") or _OPENING.match(sentence)
+        if not asks:
+            continue
+        pieces = [p.strip(" ,;") for p in _JOIN.split(sentence)]
+        parts += [_as_question(p) for p in pieces if len(p.split()) >= 2 or _OPENING.match(p)]
+    return parts[:_MAX_PARTS] if len(parts) > 1 else [" ".join(question.split())]
+
+
+def _as_question(part: str) -> str:
+    part = part.rstrip(" ?.")
+    return f"{part[:1].upper()}{part[1:]}?"
+
+
+def parts_line(question: str) -> str:
+    """The prompt's line naming each part of a compound question; "" for a simple one."""
+    parts = question_parts(question)
+    if len(parts) < 2:
+        return ""
+    listed = " ".join(f"({n}) {part}" for n, part in enumerate(parts, 1))
+    return (
+        f"This question asks {len(parts)} things: {listed} Answer each one; if the sources do "
+        "not answer one, say so for that one."
+    )

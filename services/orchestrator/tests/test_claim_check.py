@@ -1,0 +1,164 @@
+"""The claim check (issue 35): every specific an answer states is in a source it cites."""
+
+from __future__ import annotations
+
+import pytest
+
+from memex.orchestrator.answers import ClaimGate, ReplyStream, read
+from memex.orchestrator.claim_check import Shown, holds, specifics, verdicts
+from memex.orchestrator.items import ShownItem
+from memex.orchestrator.lexical import segments
+from memex.orchestrator.sources import Source
+
+
+def source(number: int, text: str, title: str) -> Source:
+    item = ShownItem(
+        item_id=f"c{number}", episode_id=f"ep{number}", ref=f"[[{title}]]", title=title, text=text
+    )
+    return Source(number, item, text, tuple(segments(text)))
+
+
+CLONE = source(
+    1,
+    "Using the `--depth` flag with `git-clone` clones a repo without its history.\n\n"
+    "```bash\n$ git clone --depth 1 git@github.com:me/til.git\n```\n\n"
+    "See `man git-clone` for more details.",
+    "clone-a-repo-just-for-the-files",
+)
+IDENTIFIERS = source(
+    2,
+    "Identifiers are cut at 63 bytes. The limit is NAMEDATALEN - 1, set when Postgres is "
+    "compiled. `SET statement_timeout = '5s';` caps a query; the default is 0.",
+    "max-identifier-length",
+)
+SOURCES = [CLONE, IDENTIFIERS]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Use `git reflog` to find it.", [("code", "git reflog")]),
+        ("Pass --depth 1 to clone.", [("flag", "--depth"), ("figure", "1")]),
+        ("Edit ~/.vimrc and press Ctrl-W.", [("path", "~/.vimrc"), ("key", "Ctrl-W")]),
+        (
+            "It is set by pg_size_pretty and useEffect.",
+            [("identifier", "pg_size_pretty"), ("identifier", "useEffect")],
+        ),
+        ("It came in version 9.4, three days later.", [("version", "9.4"), ("figure", "three")]),
+        ("It ran in 2:04:37 and cost £1,030.", [("figure", "2:04:37"), ("figure", "£1,030")]),
+        ("Then ask Graham in Leeds on Monday.", [("name", "Graham"), ("name", "Leeds")]),
+        ("Yes. The rent is due.", []),  # words that open a sentence name nothing
+    ],
+)
+def test_specifics_are_found_by_their_form(sentence: str, expected: list[tuple[str, str]]) -> None:
+    assert specifics(sentence) == expected
+
+
+def test_a_specific_is_held_normalised_and_as_a_whole() -> None:
+    shown = Shown.of("[[x]]", "Run `git clone --depth 1`; it costs £1,030 and 63 bytes.")
+    assert holds("code", "GIT  clone --depth 1", shown)  # case and spacing
+    assert holds("figure", "1030", shown) and holds("figure", "sixty-three", shown) is False
+    assert holds("flag", "--depth", shown)
+    assert not holds("flag", "--dep", shown)  # part of a longer flag is not the flag
+    assert not holds("version", "1.0", shown)
+    assert not holds("code", "git clone --depth 2", shown)
+    # A code span may fill in one word where the note writes a placeholder, and only there.
+    assert not holds("code", "git clone --depth 1 myrepo", shown)
+    template = Shown.of("[[x]]", "Run `git clone --depth 1 <repo>` or `docker compose up`.")
+    assert holds("code", "git clone --depth 1 git@host:me/til.git", template)
+    assert not holds("code", "docker system up", template)
+
+
+def test_verdicts_name_the_source_that_holds_each_specific() -> None:
+    shown = [Shown.of(s.ref, s.excerpt) for s in SOURCES]
+    found = verdicts("Set `statement_timeout` (default 0), or use --shallow.", shown, "")
+    assert [(s.text, s.verdict, s.ref) for s in found] == [
+        ("statement_timeout", "supported", "[[max-identifier-length]]"),
+        ("--shallow", "unsupported", ""),
+        ("0", "supported", "[[max-identifier-length]]"),
+    ]
+
+
+def test_a_name_the_question_uses_is_not_a_claim() -> None:
+    found = verdicts("Postgres cuts names at 63 bytes.", [Shown.of("[[a]]", "63 bytes")], "")
+    assert [s.verdict for s in found] == ["supported"]  # "Postgres" opens the sentence
+    found = verdicts("In Redis, names are cut at 63.", [Shown.of("[[a]]", "63")], "Does Redis?")
+    assert [s.verdict for s in found] == ["supported", "restated"]
+
+
+def test_what_the_question_quotes_is_restated_and_a_fenced_line_is_code_as_a_whole() -> None:
+    shown = [Shown.of("[[a]]", "Add `gem 'rexml'` to the Gemfile.")]
+    question = "Why do I get `cannot load such file -- rexml/document`?"
+    found = verdicts("The `cannot load such file -- rexml/document` error", shown, question)
+    assert [s.verdict for s in found] == ["restated"]
+    assert [s.verdict for s in verdicts("$ gem 'rexml'", shown, code=True)] == ["supported"]
+    assert [s.verdict for s in verdicts("$ gem install rexml", shown, code=True)] == ["unsupported"]
+
+
+def test_a_fenced_command_no_source_holds_is_cut() -> None:
+    answer = "Clone it like this [1]:\n\n```bash\n$ git clone --shallow me/til\n```\n"
+    reading = read(answer, SOURCES, "How do I clone without history?")
+    assert "--shallow" not in reading.answer
+    assert ("git clone --shallow me/til", "unsupported") in [
+        (s.text, s.verdict) for s in reading.specifics
+    ]
+
+
+def test_a_sentence_with_an_unsupported_specific_is_cut_and_reported() -> None:
+    answer = (
+        "Pass `--depth 1` to git clone [1]. "
+        "The limit is NAMEDATALEN - 1, which is 64 by default [2]."
+    )
+    reading = read(answer, SOURCES, "How do I clone without history?")
+    assert reading.answer == "Pass `--depth 1` to git clone [[clone-a-repo-just-for-the-files]]."
+    assert reading.dropped_claims == ("The limit is NAMEDATALEN - 1, which is 64 by default  .",)
+    assert ("64", "unsupported") in [(s.text, s.verdict) for s in reading.specifics]
+    assert not reading.main_unsupported
+    assert [c.ref for c in reading.citations] == ["[[clone-a-repo-just-for-the-files]]"]
+
+
+def test_an_answer_whose_main_claim_is_unsupported_is_marked_so() -> None:
+    reading = read(
+        "Use `git clone --shallow` [1]. It skips the history [1].",
+        SOURCES,
+        "How do I clone without history?",
+    )
+    assert reading.main_unsupported
+    assert reading.dropped_claims == ("Use `git clone --shallow`  .",)
+
+
+def test_specifics_count_against_the_sources_the_whole_answer_cites() -> None:
+    # The figure is in [2], cited by the other sentence: the answer cites it.
+    reading = read("Names stop at 63 bytes. That is NAMEDATALEN - 1 [2].", SOURCES)
+    assert reading.dropped_claims == () and reading.answer.startswith("Names stop at 63 bytes.")
+
+
+def test_the_stream_holds_a_sentence_back_from_its_first_specific_until_checked() -> None:
+    gate = ClaimGate(SOURCES)
+    shown = [gate.feed(piece) for piece in ["Pass the ", "`--depth", " 1` flag ", "[1]. ", "It"]]
+    assert shown == ["Pass the ", "", "", "", "`--depth 1` flag [1]."]
+    assert gate.feed(" uses --shallow [1]. And then") == ""  # unsupported: never shown
+    assert gate.finish() == " And then"
+
+
+def test_a_streamed_reply_never_shows_an_unsupported_specific() -> None:
+    reply = ReplyStream(SOURCES, "How do I clone without history?")
+    text = (
+        "".join(reply.feed(c) for c in "Run `git clone --depth 7` [1]. Done [1].") + reply.finish()
+    )
+    assert "--depth 7" not in text and "Done" in text
+    reading = reply.read()
+    assert "--depth 7" not in reading.answer and reading.main_unsupported
+
+
+def test_an_uncited_answer_is_attributed_to_the_source_that_writes_what_it_says_to_type() -> None:
+    """Small models often cite nothing; a sentence that gives the note's exact flag is that
+    note's, however much of the question it repeats around it."""
+    question = "What did I pass to clone to skip all the past commits of the repo?"
+    reading = read(
+        "To skip all the past commits, I passed `--depth 1` to clone.", SOURCES, question
+    )
+    assert reading.attributed
+    [citation] = reading.citations
+    assert citation.ref == "[[clone-a-repo-just-for-the-files]]"
+    assert citation.support != "inference"
