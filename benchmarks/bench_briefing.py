@@ -50,8 +50,7 @@ async def main() -> None:
     memory = GrpcMemory(args.retrieval)
     try:
         found = [
-            await memory.search(args.tenant, SearchSpec(query=q.question, k=20))
-            for q in questions
+            await memory.search(args.tenant, SearchSpec(query=q.question, k=20)) for q in questions
         ]
     finally:
         await memory.close()

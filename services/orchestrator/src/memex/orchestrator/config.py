@@ -116,14 +116,18 @@ class OrchestratorSettings(ServiceSettings):
         "words later rather than the draft poorer.",
     )
     excerpt_chars: int = Field(
-        400,
+        600,
         ge=100,
         le=1600,
         description="Longest excerpt of one item in a briefing: a longer chunk is cut to the "
-        "window of its sentences that best matches the question (chunks are at most 1,600).",
+        "window of its sentences that best matches the question (chunks are at most 1,600). "
+        "600 (and 1,200 for the first source) showed every fact a right answer needs from its "
+        "gold note for 50 of the til vault's 50 answerable questions, against 42 at 400 and "
+        "800, for the same prompt tokens, and no fewer on the demo and second vaults "
+        "(benchmarks/bench_briefing.py, docs/benchmarks.md).",
     )
     lead_excerpt_chars: int = Field(
-        800,
+        1200,
         ge=100,
         le=1600,
         description="Longest excerpt of the first source, which retrieval ranks best: more of it "
