@@ -17,6 +17,7 @@ from memex.shared.settings import ServiceSettings
 
 EngineKind = Literal["llama_cpp", "openai", "stub"]
 StructuredMode = Literal["auto", "json_schema", "json_object", "prompt"]
+SpeculativeMode = Literal["none", "prompt-lookup"]  # the same as memex.reasoner.speculative's
 
 
 def default_model_path() -> Path:
@@ -109,6 +110,24 @@ class ReasonerSettings(ServiceSettings):
         description="Memory for saved KV states of prompts' system messages, restored when "
         "prompts with different system messages alternate (an ask after a chat) instead of "
         "evaluating them again; least recently used dropped first; 0 turns it off (llama_cpp).",
+    )
+    # Off by default: on 2 CPU cores a batch of k tokens cost about 0.75 k single decode steps, and
+    # prompt lookup kept only 10-24% of its drafted tokens in asks, so answers came 1.4-2.9 times
+    # slower; the greedy text changed in 1 answer of 4 too (docs/models.md, bench_speculative).
+    speculative: SpeculativeMode = Field(
+        "none",
+        description="Speculative decoding (llama_cpp): prompt-lookup drafts the next tokens from "
+        "text earlier in the prompt (which answers copy from their sources) and checks a draft "
+        "in one decode step. It pays only where a batch of tokens costs little more than one "
+        "(a GPU, a memory-bound CPU); on 2 CPU cores it made asks slower (docs/models.md).",
+    )
+    speculative_draft_tokens: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Tokens prompt lookup drafts at a time: a longer draft saves more steps when "
+        "it is right and costs more when it is wrong (2 was the fastest of 2, 4 and 8 on 2 CPU "
+        "cores).",
     )
 
     # openai engine.

@@ -39,6 +39,8 @@ async def open_engine(settings: ReasonerSettings) -> AsyncIterator[Engine]:
             flash_attn=settings.flash_attn,
             model_name=settings.reported_model,
             prompt_cache_bytes=settings.prompt_cache_bytes,
+            speculative=settings.speculative,
+            draft_tokens=settings.speculative_draft_tokens,
         )
         try:
             yield llama

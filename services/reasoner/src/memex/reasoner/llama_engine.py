@@ -42,6 +42,7 @@ from memex.reasoner.engine import (
 from memex.reasoner.errors import ModelNotPrepared, PromptTooLong
 from memex.reasoner.metrics import PREFILL_TOKENS, PROMPT_CACHE_HITS, PROMPT_CACHE_TOKENS
 from memex.reasoner.prompt_cache import PrefixStates, restore_sequence, save_sequence
+from memex.reasoner.speculative import DraftingLlama, SpeculativeMode, draft_model
 from memex.reasoner.text import StopMatcher
 from memex.shared.errors import InvalidArgument
 
@@ -85,13 +86,18 @@ class LlamaCppEngine:
         flash_attn: bool = False,
         model_name: str = "",
         prompt_cache_bytes: int = 0,
+        speculative: SpeculativeMode = "none",
+        draft_tokens: int = 2,
     ) -> None:
-        """Loads the model (blocking: call it from a worker thread)."""
+        """Loads the model (blocking: call it from a worker thread). ``speculative`` drafts
+        ``draft_tokens`` at a time (``memex.reasoner.speculative``)."""
         if not model_path.is_file():
             raise ModelNotPrepared(str(model_path))
         threads = n_threads or default_threads(contexts)
+        # Without a draft model, llama-cpp-python's own Llama, as before speculation existed.
+        llama = llama_cpp.Llama if speculative == "none" else DraftingLlama
         self._llamas = [
-            llama_cpp.Llama(
+            llama(
                 model_path=str(model_path),
                 n_ctx=context_length,
                 n_batch=n_batch,
@@ -100,6 +106,7 @@ class LlamaCppEngine:
                 n_threads_batch=threads,
                 n_gpu_layers=n_gpu_layers,
                 flash_attn=flash_attn,
+                draft_model=draft_model(speculative, draft_tokens),
                 verbose=False,
             )
             for _ in range(contexts)
@@ -135,12 +142,14 @@ class LlamaCppEngine:
         self._reused = PROMPT_CACHE_TOKENS.labels(ENGINE_NAME, name)
         self._prefilled = PREFILL_TOKENS.labels(ENGINE_NAME, name)
         log.info(
-            "loaded %s: %d context(s) of %d tokens, %d thread(s) each, prefill %.0f tokens/s",
+            "loaded %s: %d context(s) of %d tokens, %d thread(s) each, prefill %.0f tokens/s, "
+            "speculative decoding: %s",
             model_path,
             contexts,
             self.info.context_length,
             threads,
             self.info.prefill_tokens_per_second,
+            speculative if speculative == "none" else f"{speculative}, {draft_tokens} tokens",
         )
 
     def close(self) -> None:
@@ -311,7 +320,7 @@ class LlamaCppEngine:
                 end = save_at
             started = time.perf_counter()
             self._last_batch[id(llm)] = (len(tokens), llm.n_tokens)
-            llm.eval(tokens[llm.n_tokens : end])
+            _eval_prompt(llm, tokens[llm.n_tokens : end])
             evaluating += time.perf_counter() - started
             if llm.n_tokens == save_at:
                 self.prompt_cache.put(tuple(tokens[:save_at]), save_sequence(llm))
@@ -371,12 +380,20 @@ def _prefill_rate(llm: llama_cpp.Llama, n_batch: int) -> float:
     fastest = 0.0
     for timing in range(PREFILL_TIMINGS + 1):
         started = time.perf_counter()
-        llm.eval(tokens)
+        _eval_prompt(llm, tokens)
         elapsed = time.perf_counter() - started
         llm.n_tokens = 0  # forget it: the KV cache starts empty for real prompts
         if timing and elapsed > 0:  # the first one only warms up
             fastest = max(fastest, len(tokens) / elapsed)
     return round(fastest, 1)
+
+
+def _eval_prompt(llm: llama_cpp.Llama, tokens: Sequence[int]) -> None:
+    """Evaluates prompt tokens with logits for the last one only, draft model or not."""
+    if isinstance(llm, DraftingLlama):
+        llm.eval(tokens, all_logits=False)
+    else:
+        llm.eval(tokens)
 
 
 @functools.lru_cache(maxsize=64)
