@@ -57,7 +57,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate ghz browser prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words load chaos eval clean
+.PHONY: help install models weaviate ghz browser prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words bench-ask-speed load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -291,6 +291,9 @@ bench-orchestrator: install models ## memex's own ask/chat overhead (stub model 
 
 bench-first-words: install models ## Chat and ask time to first words, real model, 600 real notes (SciFact abstracts)
 	$(PY) benchmarks/bench_first_words.py $(BENCH_FIRST_WORDS_ARGS)
+
+bench-ask-speed: install models ## Ask and chat speed on 600 til notes: this checkout's answer path against the one before issue 35
+	$(PY) benchmarks/bench_ask_speed.py $(BENCH_ASK_SPEED_ARGS)
 
 bench-gateway: install models ## Gateway SSE overhead against the orchestrator's gRPC stream; 200 concurrent streams
 	$(PY) benchmarks/bench_gateway.py $(BENCH_GATEWAY_ARGS)

@@ -1,0 +1,188 @@
+"""Ask and chat speed on 600 real notes, the answer path of a commit against today's (issue 35).
+
+    python benchmarks/bench_ask_speed.py                      # 600 til notes, 8 questions
+    python benchmarks/bench_ask_speed.py --baseline-ref 570e7b8 -n 8
+
+The vault: the first ``--notes`` notes of the til vault (``../shared/eval/til-vault``, real notes
+by one person; never copied into the repository), the gold notes of the questions included,
+written outside the checkout. One private stack (`memex up` on free ports, its own data dir) with
+the default reasoner indexes it once; then each variant starts the stack again over the same
+index and sends each of ``-n`` answerable questions of ``benchmarks/eval/til.jsonl`` as a
+streamed ask and as a new chat, timing the first words (the first delta with text) and the end
+at the client.
+
+Variants, in this order (the baseline first: its orchestrator must not meet a newer schema):
+- ``baseline``: the answer path at ``--baseline-ref`` (default: the commit before issue 35),
+  run from a git worktree by putting its sources first on ``PYTHONPATH``;
+- ``default``: this checkout as it ships;
+- ``no-confirm``: ``MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS=false``, one model call when the
+  first pass stands;
+- ``one-call``: no first pass (``ASK_FIRST_PASS_SECONDS=0``), a 700-token briefing.
+
+Medians in seconds, and each variant's ratio to the baseline measured in the same run; 2 cores
+are noisy, so compare ratios, not single figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from memex.gateway.stack import private_stack_env
+from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.orchestrator.v1 import orchestrator_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+TIL = ROOT.parent / "shared" / "eval" / "til-vault"
+QUESTIONS = ROOT / "benchmarks" / "eval" / "til.jsonl"
+BEFORE_ISSUE_35 = "570e7b8"
+SOURCE_DIRS = (
+    "shared/src",
+    "protos",
+    "gateway/src",
+    *(f"services/{name}/src" for name in ("embedding", "retrieval", "reasoner", "orchestrator")),
+)
+VARIANTS: dict[str, dict[str, str]] = {
+    "default": {},
+    "no-confirm": {"MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS": "false"},
+    "one-call": {
+        "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_SECONDS": "0",
+        "MEMEX_ORCHESTRATOR_BRIEFING_TOKENS": "700",
+    },
+}
+
+
+def cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "memex.gateway.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"memex {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def questions(count: int) -> list[tuple[str, list[str]]]:
+    """The first ``count`` answerable questions of the til file, with their gold paths."""
+    rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    return [(r["question"], r["gold"]) for r in rows if r["answerable"]][:count]
+
+
+def build_vault(out: Path, notes: int, gold: list[str]) -> int:
+    """The gold notes plus the first others in path order, ``notes`` in all."""
+    paths = sorted(p.relative_to(TIL).as_posix() for p in TIL.rglob("*.md") if p.parent != TIL)
+    picked = list(dict.fromkeys([*gold, *paths]))[:notes]
+    for rel in picked:
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(TIL / rel, out / rel)
+    return len(picked)
+
+
+async def timed(address: str, asked: list[str]) -> dict[str, list[float]]:
+    """Seconds to the first delta with text and to the end, per streamed ask and per chat."""
+    times: dict[str, list[float]] = {
+        "ask_first": [],
+        "ask_end": [],
+        "chat_first": [],
+        "chat_end": [],
+    }
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
+        for question in asked:
+            for kind in ("ask", "chat"):
+                started, first = time.perf_counter(), 0.0
+                # Made only when it is timed: a grpc.aio call starts as it is created.
+                call = (
+                    stub.Chat(pb.ChatRequest(message=question), timeout=600)
+                    if kind == "chat"
+                    else stub.AskStream(
+                        pb.AskStreamRequest(ask=pb.AskRequest(question=question)), timeout=600
+                    )
+                )
+                async for event in call:
+                    if event.WhichOneof("event") == "delta" and event.delta.strip() and not first:
+                        first = time.perf_counter() - started
+                end = time.perf_counter() - started
+                times[f"{kind}_first"].append(first or end)
+                times[f"{kind}_end"].append(end)
+    return times
+
+
+def run(env: dict[str, str], asked: list[str]) -> dict[str, float]:
+    cli(env, "up")
+    try:
+        times = asyncio.run(timed(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}", asked))
+    finally:
+        cli(env, "down")
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def worktree(ref: str, where: Path) -> dict[str, str]:
+    """``PYTHONPATH`` that runs every service from ``ref``'s sources."""
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), ref],
+        check=True,
+        capture_output=True,
+    )
+    return {"PYTHONPATH": os.pathsep.join(str(where / d) for d in SOURCE_DIRS)}
+
+
+def main() -> None:
+    """Builds the vault, indexes it once, and times every variant over it."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=600, help="notes in the vault")
+    parser.add_argument("-n", type=int, default=8, help="questions per variant")
+    parser.add_argument("--baseline-ref", default=BEFORE_ISSUE_35, help="the commit to compare")
+    args = parser.parse_args()
+    if not TIL.is_dir():
+        raise SystemExit(f"skipped: {TIL} is absent (the reference data beside the checkout)")
+    picked = questions(args.n)
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="memex-ask-speed-") as tmp:
+        vault = Path(tmp) / "vault"
+        count = build_vault(vault, args.notes, [g for _, gold in picked for g in gold])
+        env = private_stack_env(Path(tmp) / "data", MEMEX_START_TIMEOUT_SECONDS="300")
+        cli(env, "up")
+        print(cli(env, "index", str(vault)).strip().splitlines()[0], file=sys.stderr)
+        cli(env, "down")
+        asked = [question for question, _ in picked]
+        try:
+            results["baseline"] = run(
+                {**env, **worktree(args.baseline_ref, Path(tmp) / "base")}, asked
+            )
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "base")],
+                check=False,
+                capture_output=True,
+            )
+        for name, settings in VARIANTS.items():
+            results[name] = run({**env, **settings}, asked)
+    base = results["baseline"]
+    print(f"{count} til notes, {len(asked)} questions, medians in seconds (ratio to baseline)")
+    print(f"{'':<11} {'ask first':>14} {'ask end':>14} {'chat first':>14} {'chat end':>14}")
+    for name, row in results.items():
+        cells = [
+            f"{row[key]:5.1f} ({row[key] / base[key]:.2f})"
+            for key in ("ask_first", "ask_end", "chat_first", "chat_end")
+        ]
+        print(f"{name:<11} " + " ".join(f"{cell:>14}" for cell in cells))
+
+
+if __name__ == "__main__":
+    main()
