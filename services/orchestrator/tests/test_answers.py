@@ -390,3 +390,19 @@ def test_a_claim_whose_figure_only_another_source_holds_moves_to_that_source() -
     reading = read("I ran the Kirkstall half marathon in 2:04:37 [2].", sources)
     assert reading.reanchored == 1
     assert [c.ref for c in reading.citations] == ["[[Kirkstall Half Marathon]]"]
+
+
+def test_a_name_counts_as_mentioned_by_its_folder_or_the_start_of_a_word() -> None:
+    """ "Mac" is named by a note in mac/ and by "macOS"; "JS" asks for nothing (notes spell it
+    out as JavaScript)."""
+    caffeinate = source(
+        1, "`caffeinate -d` stops display sleep.", "prevent-sleep", path="mac/prevent-sleep.md"
+    )
+    reading = read("Run `caffeinate -d` [1].", [caffeinate])
+    assert on_topic("What keeps my Mac awake?", reading, [caffeinate])
+    macos = source(1, "On macOS, `caffeinate -d` stops display sleep.", "prevent-sleep")
+    assert on_topic("What keeps my Mac awake?", read("Run `caffeinate -d` [1].", [macos]), [macos])
+    clone = source(1, "structuredClone copies deeply.", "structured-clone")
+    reading = read("Use `structuredClone` [1].", [clone])
+    assert on_topic("Which JS built-in copies deeply?", reading, [clone])
+    assert not on_topic("What does Kubernetes copy?", reading, [clone])

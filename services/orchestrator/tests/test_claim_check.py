@@ -162,3 +162,20 @@ def test_an_uncited_answer_is_attributed_to_the_source_that_writes_what_it_says_
     [citation] = reading.citations
     assert citation.ref == "[[clone-a-repo-just-for-the-files]]"
     assert citation.support != "inference"
+
+
+def test_a_compound_answer_keeps_the_part_that_holds_and_names_the_part_that_does_not() -> None:
+    question = "Which flag clones without history, and how long can a table name be?"
+    reading = read(
+        "Pass `--shallow` to clone [1]. A name can be 63 bytes long [2].", SOURCES, question
+    )
+    assert not reading.main_unsupported
+    assert reading.unanswered_parts == ("Which flag clones without history?",)
+    assert reading.answer == "A name can be 63 bytes long [[max-identifier-length]]."
+
+
+def test_a_simple_question_whose_answer_is_cut_is_not_answered_by_what_is_left() -> None:
+    reading = read(
+        "Pass `--shallow` to clone [1]. That is all.", SOURCES, "How do I clone shallowly?"
+    )
+    assert reading.main_unsupported

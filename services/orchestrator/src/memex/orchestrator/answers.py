@@ -48,6 +48,7 @@ from memex.orchestrator.lexical import (
     terms,
     topical,
 )
+from memex.orchestrator.question_parts import question_parts
 from memex.orchestrator.sources import Source, dateline
 from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
 
@@ -109,6 +110,8 @@ class Reading:
     # The answer's main claim (its first sentence that says more than the question) was dropped:
     # what is left does not answer, so the ask abstains.
     main_unsupported: bool = False
+    # Parts of a compound question whose only answer the claim check cut.
+    unanswered_parts: tuple[str, ...] = ()
 
 
 def numbers(group: str) -> list[int]:
@@ -408,6 +411,7 @@ class _Checked:
     specifics: tuple[CheckedSpecific, ...]
     dropped: tuple[str, ...]
     main_unsupported: bool
+    unanswered: tuple[str, ...] = ()  # parts of a compound question whose answer was cut
 
 
 def check_claims(
@@ -444,9 +448,29 @@ def check_claims(
         found += [s for claim, found_here in checked if claim in failing for s in found_here]
         dropped += [claim.text for claim in failing]
         text = _cut(text, [claim.span for claim in failing])
-    if dropped and not segments(text):
+    unanswered: tuple[str, ...] = ()
+    parts = question_parts(question)
+    kept = [c.text for c in _claims(text, sources)[0] if _says_more(c.text, question)]
+    if main_unsupported and len(parts) > 1 and kept:
+        # One part's answer was cut, another's stands: the answer stands, and says plainly
+        # which part the notes do not answer rather than abstaining on the whole.
+        main_unsupported = False
+        answered = {_part_of(claim, parts) for claim in kept}
+        unanswered = tuple(
+            dict.fromkeys(
+                part for claim in dropped if (part := _part_of(claim, parts)) not in answered
+            )
+        )
+    if dropped and not kept:
         main_unsupported = True
-    return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported)
+    return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported, unanswered)
+
+
+def _part_of(claim: str, parts: Sequence[str]) -> str:
+    """The part of a compound question that ``claim`` answers: the one it shares most words
+    with (the first on a tie)."""
+    said = set(terms(claim))
+    return max(parts, key=lambda part: len(said & set(terms(part))))
 
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
@@ -555,6 +579,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
         specifics=checked.specifics,
         dropped_claims=checked.dropped,
         main_unsupported=checked.main_unsupported,
+        unanswered_parts=checked.unanswered,
     )
 
 
@@ -615,6 +640,7 @@ def read_reply(
         specifics=reading.specifics,
         dropped_claims=reading.dropped_claims,
         main_unsupported=reading.main_unsupported,
+        unanswered_parts=reading.unanswered_parts,
     )
 
 
@@ -660,22 +686,33 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     source that mentions one of its names (``names``), or the other names the header gave it:
     "rating: 3" in another book's note is not about that book."""
     cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
-    seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt}")}
+    seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt} {s.item.path}")}
     # A name counts anywhere in the cited note as it was shown: in the cited chunk, not only in
     # the part of it that was shown, and in the note's other chunks shown ("Mom." opens Irene's
     # note; her "Birthday gifts" table, the chunk cited, never says it).
     notes = {s.item.episode_id for s in cited if s.item.episode_id}
     same_notes = [s for s in sources if s in cited or s.item.episode_id in notes]
+    # The note's folder names it too ("mac/prevent-sleep..." is about a Mac).
     mentioned = {
         term
         for s in same_notes
-        for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.item.text}")
+        for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.item.text} {s.item.path}")
     }
     named = names(question)
-    if named and not named & mentioned:
+    if named and not any(len(name) <= 2 or _mentions(name, mentioned) for name in named):
         return False
     wanted = topical(terms(question))
-    return not wanted or bool(wanted & seen)
+    return not wanted or any(_mentions(term, seen) for term in wanted)
+
+
+def _mentions(term: str, mentioned: set[str]) -> bool:
+    """Whether a term of the question is among ``mentioned``: as a term, or, three letters or
+    more, as the start of one ("Mac" in "macOS"). (A name of one or two letters, "JS", is an
+    abbreviation a note spells out as often as not, "JavaScript": ``on_topic`` asks nothing of
+    it.)"""
+    return term in mentioned or (
+        len(term) >= 3 and any(other.startswith(term) for other in mentioned)
+    )
 
 
 class RefStream:

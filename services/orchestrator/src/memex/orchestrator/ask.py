@@ -419,7 +419,10 @@ class Asker:
             result.answer = abstention(sources)
         else:
             result.citations = reading.citations
-            result.answer = reading.answer
+            result.answer = reading.answer + "".join(
+                f"\n\nYour notes don't answer this part: {part}"
+                for part in reading.unanswered_parts
+            )
 
     async def _answer(
         self,

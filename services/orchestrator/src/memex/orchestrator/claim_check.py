@@ -39,7 +39,8 @@ _PATH = re.compile(r"(?<![\w.])(?:~|\.{1,2})?/[\w.~-]+(?:/[\w.~-]*)+|(?<![\w/])~
 _KEY = re.compile(
     r"<[A-Za-z]-[^\s>]+>"
     r"|\b(?:ctrl|control|cmd|command|alt|option|opt|shift|meta|super|ctl)"
-    r"(?:\s?[-+]\s?(?:ctrl|control|cmd|command|alt|option|opt|shift|meta|super|[\w\[\]\\/;',.`=-]))+",
+    r"(?:\s?[-+]\s?(?:ctrl|control|cmd|command|alt|option|opt|shift|meta|super"
+    r"|[\w\[\]\\/;',.`=-](?!\w)))+",
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(
