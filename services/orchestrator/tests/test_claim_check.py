@@ -179,3 +179,24 @@ def test_a_simple_question_whose_answer_is_cut_is_not_answered_by_what_is_left()
         "Pass `--shallow` to clone [1]. That is all.", SOURCES, "How do I clone shallowly?"
     )
     assert reading.main_unsupported
+
+
+def test_a_note_title_written_as_the_command_to_type_is_not_held() -> None:
+    """The header names the source; a small model that gives the file name as the command
+    (`clone-a-repo-just-for-the-files`) has not read the note. Figures and names in the header
+    still count (a date, a title's words)."""
+    reading = read(
+        "Run `clone-a-repo-just-for-the-files` [1].", SOURCES, "How do I clone the files only?"
+    )
+    assert reading.main_unsupported
+
+
+def test_the_question_copied_into_the_answer_is_cut_without_a_verdict() -> None:
+    question = "My clone is huge. What did I pass to clone to skip the history?"
+    reading = read(
+        "What did I pass to clone to skip the history? I passed `--depth 1` [1].",
+        SOURCES,
+        question,
+    )
+    assert reading.answer == "I passed `--depth 1` [[clone-a-repo-just-for-the-files]]."
+    assert reading.dropped_claims == ()

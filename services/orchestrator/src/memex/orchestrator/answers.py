@@ -427,6 +427,9 @@ def check_claims(
     found: list[CheckedSpecific] = []
     dropped: list[str] = []
     main_unsupported = False
+    echoed = [claim.span for claim in _claims(text, sources)[0] if _echoes(claim.text, question)]
+    if echoed:
+        text = _cut(text, echoed)
     for round_ in range(4):
         claims, _ = _claims(text, sources)
         for claim in claims:
@@ -464,6 +467,13 @@ def check_claims(
     if dropped and not kept:
         main_unsupported = True
     return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported, unanswered)
+
+
+def _echoes(claim: str, question: str) -> bool:
+    """Whether ``claim`` is a question the person asked, copied into the answer ("What had
+    actually run out?"): it asks, and every word of it is the question's. It claims nothing."""
+    said = terms(claim)
+    return claim.rstrip().endswith("?") and bool(said) and set(said) <= set(terms(question))
 
 
 def _part_of(claim: str, parts: Sequence[str]) -> str:

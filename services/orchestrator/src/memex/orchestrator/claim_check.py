@@ -117,14 +117,17 @@ class Shown:
     """What the model was shown of one source, ready for occurrence checks."""
 
     ref: str
-    text: str  # ``normal`` form
-    terms: frozenset[str]
+    text: str  # the excerpt, ``normal`` form: what a code specific must occur in
+    terms: frozenset[str]  # the header's and the excerpt's: what figures and names are found in
 
     @classmethod
-    def of(cls, ref: str, *texts: str) -> Shown:
-        """The shown text of a source from its header, its excerpt and its plain rendering."""
+    def of(cls, ref: str, *texts: str, header: str = "") -> Shown:
+        """The shown text of a source: its excerpt (and its plain rendering), and its header
+        (title, date). The header holds a figure or a name, as the model reads them there; it
+        holds no command: a small model that writes a note's file name as the command to type
+        (`allow-edits-from-the-start`) has named the source, not read it."""
         joined = " \n ".join(texts)
-        return cls(ref, normal(joined), frozenset(terms(joined)))
+        return cls(ref, normal(joined), frozenset(terms(f"{header}\n{joined}")))
 
 
 def holds(kind: SpecificKind, text: str, shown: Shown) -> bool:

@@ -63,8 +63,8 @@ class Source:
     @cached_property
     def checkable(self) -> Shown:
         """All the model read of this source (header, date, excerpt), for the claim check."""
-        heading = f"{self.item.title} {dateline(self.item)}"
-        return Shown.of(self.ref, heading, self.item.date, self.excerpt, self.shown)
+        heading = f"{self.item.title} {dateline(self.item)} {self.item.date}"
+        return Shown.of(self.ref, self.excerpt, self.shown, header=heading)
 
 
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
