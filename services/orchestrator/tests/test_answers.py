@@ -406,3 +406,13 @@ def test_a_name_counts_as_mentioned_by_its_folder_or_the_start_of_a_word() -> No
     reading = read("Use `structuredClone` [1].", [clone])
     assert on_topic("Which JS built-in copies deeply?", reading, [clone])
     assert not on_topic("What does Kubernetes copy?", reading, [clone])
+
+
+def test_numbers_written_before_their_sentences_vouch_for_the_sentences_after_them() -> None:
+    """An answer that opens with a number writes them first: "[1] fact. [2] fact." """
+    reading = read("[2] Ron keeps the waiting list. [1] Rent is £48 per year.", SOURCES)
+    assert [(c.ref, c.support) for c in reading.citations] == [
+        ("[[Ron]]", "verbatim"),
+        ("[[Tenancy]]", "verbatim"),
+    ]
+    assert reading.dropped_claims == () and not reading.main_unsupported

@@ -200,3 +200,11 @@ def test_the_question_copied_into_the_answer_is_cut_without_a_verdict() -> None:
     )
     assert reading.answer == "I passed `--depth 1` [[clone-a-repo-just-for-the-files]]."
     assert reading.dropped_claims == ()
+
+
+def test_an_aside_with_the_only_unsupported_specific_goes_and_the_sentence_stays() -> None:
+    reading = read(
+        "Names stop at 63 bytes (as Tom Lane said) [2].", SOURCES, "How long can names be?"
+    )
+    assert reading.answer == "Names stop at 63 bytes [[max-identifier-length]]."
+    assert not reading.main_unsupported

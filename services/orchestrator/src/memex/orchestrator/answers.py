@@ -26,6 +26,7 @@ from memex.orchestrator.claim_check import (
     NUMBER_WORD as _NUMBER_WORD,
 )
 from memex.orchestrator.claim_check import (
+    Shown,
     holds,
     specifics,
     unsupported,
@@ -331,7 +332,11 @@ class _Claim:
 
 def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
     """Each sentence of the answer with the sources its markers name; a sentence that is only
-    markers ("[1][2]") belongs to the sentence before it."""
+    markers ("[1][2]") belongs to the sentence before it. An answer that opens with a marker
+    writes its numbers before what they vouch for ("[1] Ada was born on 14 August 2025."):
+    then a number belongs to the sentences after it, up to the next number."""
+    if _LEADING_MARKERS.match(text):
+        return _prefixed_claims(text, sources)
     claims: list[_Claim] = []
     dropped: list[str] = []
     uncited = 0  # sentences just before this one that named no source
@@ -361,6 +366,42 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
             uncited = 0
         elif terms(claim):
             uncited += 1
+    return claims, dropped
+
+
+def _prefixed_claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
+    """``_claims`` for an answer whose numbers come before the sentences they vouch for."""
+    claims: list[_Claim] = []
+    dropped: list[str] = []
+    vouching: list[Source] = []  # the last numbers written, until new ones come
+    pending: list[tuple[int, int]] = []  # their spans, not yet given to a sentence
+    start: int | None = None
+    for piece in _pieces(text):
+        named: list[Source] = []
+        spans: list[tuple[int, int]] = []
+        for match in MARKER.finditer(piece.text):
+            found, missing = _cited(match, sources)
+            named.extend(found)
+            dropped.extend(missing)
+            if found:
+                spans.append((piece.start + match.start(), piece.start + match.end()))
+        claim = MARKER.sub(" ", piece.text).strip()
+        if not terms(claim):
+            vouching, pending = named or vouching, pending + spans
+            start = piece.start if start is None else start
+            continue
+        claims.append(
+            _Claim(
+                claim,
+                named=[*vouching, *named],
+                markers=[*pending, *spans],
+                span=(piece.start if start is None else start, piece.end),
+            )
+        )
+        pending, start = [], None
+    if claims and pending:  # numbers after the last sentence close it
+        claims[-1].markers.extend(pending)
+        claims[-1].span = (claims[-1].span[0], len(text))
     return claims, dropped
 
 
@@ -442,6 +483,11 @@ def check_claims(
             for claim in claims
         ]
         failing = [claim for claim, found_here in checked if unsupported(found_here)]
+        trimmed = _trim_asides(text, checked, cited, context)
+        if trimmed != text:  # an aside held the only unsupported specifics: it goes, not all
+            found += [s for _, here in checked for s in unsupported(here) if s.text not in trimmed]
+            text = trimmed
+            continue
         if round_ == 0:
             main = next((c for c in claims if _says_more(c.text, question)), None)
             main_unsupported = main is not None and main in failing
@@ -467,6 +513,36 @@ def check_claims(
     if dropped and not kept:
         main_unsupported = True
     return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported, unanswered)
+
+
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
+
+def _trim_asides(
+    text: str,
+    checked: Sequence[tuple[_Claim, list[CheckedSpecific]]],
+    cited: Sequence[Shown],
+    context: str,
+) -> str:
+    """``text`` without the bracketed asides that hold a failing sentence's unsupported
+    specifics, where the rest of that sentence then stands ("shift handover notes (designed by
+    Maya)" keeps the feature, loses the name no source gives); ``text`` unchanged when no
+    sentence is saved that way."""
+    cuts: list[tuple[int, int]] = []
+    for claim, found in checked:
+        bad = unsupported(found)
+        if not bad:
+            continue
+        lo, hi = claim.span
+        asides = [
+            (lo + m.start(), lo + m.end())
+            for m in _ASIDE.finditer(text[lo:hi])
+            if any(s.text in m.group() for s in bad)
+        ]
+        rest = _cut(text[lo:hi], [(a - lo, b - lo) for a, b in asides])
+        if asides and not unsupported(verdicts(MARKER.sub(" ", rest), cited, context)):
+            cuts += asides
+    return _cut(text, cuts) if cuts else text
 
 
 def _echoes(claim: str, question: str) -> bool:

@@ -37,8 +37,8 @@ How to answer:
 # code-heavy notes: without it, the 1.5B model cited a source by number in 1 answer of 8 (an
 # answer in the style of a coding assistant); with it, in 6.
 CITE_REMINDER = (
-    "Answer in one to three sentences, with the source's number in square brackets after each "
-    "fact, like [1]."
+    "Answer in one to three sentences. End each sentence with the number of its source in "
+    "square brackets, like this: ... [1]."
 )
 
 CHAT_RULES = """
