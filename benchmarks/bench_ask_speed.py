@@ -34,14 +34,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import grpc
+from bench_first_words import cli, first_words  # the same client timing, the same CLI
 
 from memex.gateway.stack import private_stack_env
-from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.v1 import orchestrator_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
 TIL = ROOT.parent / "shared" / "eval" / "til-vault"
@@ -63,20 +60,6 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
-def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"memex {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
 def questions(count: int) -> list[tuple[str, list[str]]]:
     """The first ``count`` answerable questions of the til file, with their gold paths."""
     rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
@@ -93,40 +76,10 @@ def build_vault(out: Path, notes: int, gold: list[str]) -> int:
     return len(picked)
 
 
-async def timed(address: str, asked: list[str]) -> dict[str, list[float]]:
-    """Seconds to the first delta with text and to the end, per streamed ask and per chat."""
-    times: dict[str, list[float]] = {
-        "ask_first": [],
-        "ask_end": [],
-        "chat_first": [],
-        "chat_end": [],
-    }
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = orchestrator_pb2_grpc.OrchestratorServiceStub(channel)
-        for question in asked:
-            for kind in ("ask", "chat"):
-                started, first = time.perf_counter(), 0.0
-                # Made only when it is timed: a grpc.aio call starts as it is created.
-                call = (
-                    stub.Chat(pb.ChatRequest(message=question), timeout=600)
-                    if kind == "chat"
-                    else stub.AskStream(
-                        pb.AskStreamRequest(ask=pb.AskRequest(question=question)), timeout=600
-                    )
-                )
-                async for event in call:
-                    if event.WhichOneof("event") == "delta" and event.delta.strip() and not first:
-                        first = time.perf_counter() - started
-                end = time.perf_counter() - started
-                times[f"{kind}_first"].append(first or end)
-                times[f"{kind}_end"].append(end)
-    return times
-
-
 def run(env: dict[str, str], asked: list[str]) -> dict[str, float]:
     cli(env, "up")
     try:
-        times = asyncio.run(timed(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}", asked))
+        times = asyncio.run(first_words(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}", asked))
     finally:
         cli(env, "down")
     return {name: statistics.median(values) for name, values in times.items()}

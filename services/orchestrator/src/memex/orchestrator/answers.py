@@ -330,6 +330,22 @@ class _Claim:
     span: tuple[int, int] = (0, 0)  # the sentence in the answer, its own markers included
 
 
+def _markers(
+    piece: Segment, sources: Sequence[Source], dropped: list[str]
+) -> tuple[list[Source], list[tuple[int, int]]]:
+    """The sources ``piece``'s markers name and those markers' spans in the answer; markers
+    that name nothing shown are added to ``dropped``."""
+    named: list[Source] = []
+    spans: list[tuple[int, int]] = []
+    for match in MARKER.finditer(piece.text):
+        found, missing = _cited(match, sources)
+        named.extend(found)
+        dropped.extend(missing)
+        if found:
+            spans.append((piece.start + match.start(), piece.start + match.end()))
+    return named, spans
+
+
 def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[str]]:
     """Each sentence of the answer with the sources its markers name; a sentence that is only
     markers ("[1][2]") belongs to the sentence before it. An answer that opens with a marker
@@ -341,14 +357,7 @@ def _claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim], list[st
     dropped: list[str] = []
     uncited = 0  # sentences just before this one that named no source
     for piece in _pieces(text):
-        named: list[Source] = []
-        spans: list[tuple[int, int]] = []
-        for match in MARKER.finditer(piece.text):
-            found, missing = _cited(match, sources)
-            named.extend(found)
-            dropped.extend(missing)
-            if found:
-                spans.append((piece.start + match.start(), piece.start + match.end()))
+        named, spans = _markers(piece, sources, dropped)
         claim = MARKER.sub(" ", piece.text).strip()
         # A number vouches for its sentence and for the uncited sentences right before it
         # ("... due in January. Paid in cash. [2]"); numbers alone ("[1][2]") belong to the
@@ -377,14 +386,7 @@ def _prefixed_claims(text: str, sources: Sequence[Source]) -> tuple[list[_Claim]
     pending: list[tuple[int, int]] = []  # their spans, not yet given to a sentence
     start: int | None = None
     for piece in _pieces(text):
-        named: list[Source] = []
-        spans: list[tuple[int, int]] = []
-        for match in MARKER.finditer(piece.text):
-            found, missing = _cited(match, sources)
-            named.extend(found)
-            dropped.extend(missing)
-            if found:
-                spans.append((piece.start + match.start(), piece.start + match.end()))
+        named, spans = _markers(piece, sources, dropped)
         claim = MARKER.sub(" ", piece.text).strip()
         if not terms(claim):
             vouching, pending = named or vouching, pending + spans
