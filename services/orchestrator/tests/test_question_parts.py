@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.briefing import CITE_REMINDER, answer_messages
-from memex.orchestrator.persona import Persona
-from memex.orchestrator.question_parts import parts_line, question_parts
+from memex.orchestrator.question_parts import question_parts
 
 
 @pytest.mark.parametrize(
@@ -36,14 +34,3 @@ def test_a_question_is_split_where_a_conjunction_opens_another_question(
     question: str, parts: list[str]
 ) -> None:
     assert question_parts(question) == parts
-
-
-def test_the_prompt_names_each_part_of_a_compound_question_only() -> None:
-    assert parts_line("When is the party?") == ""
-    line = parts_line("How much did it cost, and why?")
-    assert line.startswith("This question asks 2 things: (1) How much did it cost? (2) Why?")
-    persona = Persona(name="analyst", system_prompt="You are an analyst.")
-    [_, user] = answer_messages(persona, [], "How much did it cost, and why?")
-    assert user.content.endswith(
-        f"Question: How much did it cost, and why?\n{line}\n{CITE_REMINDER}"
-    )

@@ -196,8 +196,9 @@ def grade(claim: str, source: Source, question: str = "") -> _Grade:
     of the claim (an amount, a date, a time) that the source does not hold anywhere, title and
     date included, leaves it an inference however many of its words are there; so does an
     amount of money that the source writes only as a measure ("$4" from "brake pads at 4 mm").
-    A claim whose every command, flag, identifier, key, path and version the source writes
-    exactly is at least a paraphrase of it, however it words the rest."""
+    (What a claim gives to type, held exactly, chooses the source of an uncited claim,
+    ``_types_exactly``, but does not raise its grade: "The Wi-Fi password is `Octopus`" from a
+    note that writes Octopus as the network's name was graded a paraphrase and answered.)"""
     claim_terms = terms(claim)
     asked = set(terms(question))
     claim_terms = [t for t in claim_terms if t not in asked or is_number(t)] or claim_terms
@@ -223,7 +224,7 @@ def grade(claim: str, source: Source, question: str = "") -> _Grade:
     verbatim = bare and (bare in squash(source.excerpt) or bare in squash(source.shown))
     if verbatim or best_cover >= VERBATIM_AT:
         return _Grade("verbatim", cover, quote)
-    if cover >= PARAPHRASE_AT or _types_exactly(claim, source, question):
+    if cover >= PARAPHRASE_AT:
         return _Grade("paraphrase", cover, quote)
     return _Grade("inference", cover, quote)
 

@@ -12,7 +12,6 @@ import datetime as dt
 
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage
-from memex.orchestrator.question_parts import parts_line
 from memex.orchestrator.sources import Source, render_all, spoken_date
 
 EMPTY_MEMORY_ANSWER = "There is nothing in the memory yet to answer from."
@@ -75,14 +74,11 @@ def answer_messages(
     persona: Persona, sources: list[Source], question: str, today: dt.date | None = None
 ) -> list[ChatMessage]:
     """The one call of a default ask: rules, then the sources, the date and the question."""
-    parts = parts_line(question)
     return [
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
         ChatMessage(
             "user",
-            f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n"
-            + (f"{parts}\n" if parts else "")
-            + CITE_REMINDER,
+            f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n" + CITE_REMINDER,
         ),
     ]
 

@@ -3,8 +3,11 @@
 A small model answers the first part of a compound question and stops: asked how much and why,
 it gives the amount. Splitting is by form, not vocabulary: a question is cut where a
 conjunction is followed by a question word ("..., and why?", "... and which flag ..."), and
-where one sentence of the question ends and another asks again. Each part is then named in the
-prompt, so the model answers each or says which one the notes do not cover.
+where one sentence of the question ends and another asks again. Naming each part in the
+prompt was the first idea: measured, naming the parts in the prompt lost compound
+questions on the demo vault that the plain question had answered whole. The parts are used
+after the answer instead: a part whose only sentence the claim check cut is named as one the
+notes do not answer (``answers.check_claims``).
 """
 
 from __future__ import annotations
@@ -38,15 +41,3 @@ def question_parts(question: str) -> list[str]:
 def _as_question(part: str) -> str:
     part = part.rstrip(" ?.")
     return f"{part[:1].upper()}{part[1:]}?"
-
-
-def parts_line(question: str) -> str:
-    """The prompt's line naming each part of a compound question; "" for a simple one."""
-    parts = question_parts(question)
-    if len(parts) < 2:
-        return ""
-    listed = " ".join(f"({n}) {part}" for n, part in enumerate(parts, 1))
-    return (
-        f"This question asks {len(parts)} things: {listed} Answer each one; if the sources do "
-        "not answer one, say so for that one."
-    )
