@@ -455,7 +455,9 @@ class _Checked:
     specifics: tuple[CheckedSpecific, ...]
     dropped: tuple[str, ...]
     main_unsupported: bool
-    unanswered: tuple[str, ...] = ()  # parts of a compound question whose answer was cut
+    unanswered: tuple[str, ...]  # parts of a compound question whose answer was cut
+    claims: list[_Claim]  # the kept text's sentences, re-anchored, for ``read`` to grade
+    missing: list[str]  # the kept text's markers that name no source shown
 
 
 def check_claims(
@@ -502,7 +504,10 @@ def check_claims(
         text = _cut(text, [claim.span for claim in failing])
     unanswered: tuple[str, ...] = ()
     parts = question_parts(question)
-    kept = [c.text for c in _claims(text, sources)[0] if _says_more(c.text, question)]
+    final, missing = _claims(text, sources)
+    for claim in final:
+        _reanchor(claim, sources, question)
+    kept = [c.text for c in final if _says_more(c.text, question)]
     if main_unsupported and len(parts) > 1 and kept:
         # One part's answer was cut, another's stands: the answer stands, and says plainly
         # which part the notes do not answer rather than abstaining on the whole.
@@ -515,7 +520,15 @@ def check_claims(
         )
     if dropped and not kept:
         main_unsupported = True
-    return _Checked(text, tuple(dict.fromkeys(found)), tuple(dropped), main_unsupported, unanswered)
+    return _Checked(
+        text,
+        tuple(dict.fromkeys(found)),
+        tuple(dropped),
+        main_unsupported,
+        unanswered,
+        final,
+        missing,
+    )
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -589,10 +602,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
     written from, after the claim check has cut every sentence that states a specific no
     cited source holds."""
     checked = check_claims(text, sources, question, said)
-    text = checked.text
-    claims, dropped = _claims(text, sources)
-    for claim in claims:
-        _reanchor(claim, sources, question)
+    text, claims, dropped = checked.text, checked.claims, checked.missing
     reanchored = sum(claim.moved for claim in claims)
     if reanchored:
         text = _renumbered(text, claims)
