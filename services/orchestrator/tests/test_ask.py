@@ -736,3 +736,71 @@ async def test_an_ask_whose_main_claim_is_unsupported_abstains_naming_the_closes
     result = await o.asker.ask("me", "How big is the deposit?", include_sensitive=True)
     assert result.abstained and result.abstain_reason == "unsupported"
     assert "[[Flat lease]]" in result.answer and "£950" not in result.answer
+
+
+COMPOUND = "How much is the deposit, and when is it returned?"
+
+
+async def test_a_part_of_a_compound_question_the_answer_left_out_is_asked_for_again(
+    tmp_path: Path,
+) -> None:
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=["It is returned in May [1]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    events = [e async for e in o.asker.stream("me", COMPOUND, include_sensitive=True)]
+    first, part = ("\n".join(m.content for m in c.messages) for c in model.calls)
+    # The part's prompt starts as the answer's did, question and all: the model reads the rest.
+    assert part.startswith(first.removesuffix(CITE_REMINDER))
+    assert "Answer only this part of it: When is it returned?" in part
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    result = finished.result
+    expected = "The deposit is £800 [[Flat lease]]. It is returned in May [[Flat lease]]."
+    assert result.answer == expected and not result.abstained
+    assert "".join(e.text for e in events if isinstance(e, Draft)) == expected
+    assert result.stages[-1] == "answer_parts"
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        "The notes do not say when it is returned.",  # declined
+        "It comes back on 3 June [1].",  # a date no source holds: the claim check cuts it
+    ],
+)
+async def test_a_part_the_notes_do_not_answer_is_named_never_filled_in(
+    tmp_path: Path, later: str
+) -> None:
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=[later])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask("me", COMPOUND, include_sensitive=True)
+    assert len(model.calls) == 2 and not result.abstained
+    assert result.answer == (
+        "The deposit is £800 [[Flat lease]].\n\n"
+        "Your notes don't answer this part: When is it returned?"
+    )
+
+
+async def test_an_answer_to_every_part_needs_no_further_call(tmp_path: Path) -> None:
+    reply = ["The deposit is £800 [1], and it is returned in May [1]."]
+    model = TwoAnswers({ANSWER: reply}, later=["Never asked."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask("me", COMPOUND, include_sensitive=True)
+    assert len(model.calls) == 1 and "answer_parts" not in result.stages
+
+
+async def test_an_answer_that_names_a_command_in_part_shows_the_notes_whole_line(
+    tmp_path: Path,
+) -> None:
+    note = ShownItem(
+        item_id="c9",
+        episode_id="ep-dash",
+        ref="[[Remove a directory called -p]]",
+        title="Remove a directory called -p",
+        text="A folder named `-p` is removed with the rmdir command:\n\n```\n$ rmdir -- -p\n```",
+    )
+    model = reasoner(["It is removed with the `rmdir` command [1]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory([note]))
+    result = await o.asker.ask("me", "How do I remove a folder named -p?")
+    assert result.answer.endswith(
+        "\n\nAs your note writes it: `rmdir -- -p` [[Remove a directory called -p]]"
+    )

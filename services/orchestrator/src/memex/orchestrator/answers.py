@@ -52,6 +52,7 @@ from memex.orchestrator.lexical import (
 from memex.orchestrator.question_parts import question_parts
 from memex.orchestrator.sources import Source, dateline
 from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
+from memex.orchestrator.to_type import lines_to_type
 
 QUOTE_CAP = 300
 VERBATIM_AT = 0.9
@@ -113,6 +114,12 @@ class Reading:
     main_unsupported: bool = False
     # Parts of a compound question whose only answer the claim check cut.
     unanswered_parts: tuple[str, ...] = ()
+    # The reply as the model wrote it, source numbers and all, before anything was cut: what a
+    # later call's answer to one part of the question is read together with (``merged``).
+    raw: str = ""
+    # The note's own line for a command the answer names in part, with the source's ref
+    # (``to_type.py``): what the person types, verbatim.
+    to_type: tuple[tuple[str, str], ...] = ()
 
 
 def numbers(group: str) -> list[int]:
@@ -575,6 +582,28 @@ def _part_of(claim: str, parts: Sequence[str]) -> str:
     return max(parts, key=lambda part: len(said & set(terms(part))))
 
 
+def unaddressed_parts(question: str, reading: Reading) -> list[str]:
+    """The parts of a compound question that no sentence of ``reading`` answers, nor names as
+    unanswered: a small model asked "what were they set to, and what command stopped that?"
+    answers the first part and stops. A sentence answers the part it shares most words with
+    (every part it shares them with equally), when it says more than that part. A part with no
+    word of its own ("..., and why?") is answered by a sentence beyond one for each other part."""
+    parts = question_parts(question)
+    if len(parts) < 2 or reading.declined:
+        return []
+    claims = [claim for claim in reading.claims if _says_more(claim, question)]
+    answered: set[str] = set()
+    for claim in claims:
+        said = set(terms(claim))
+        shared = {part: len(said & set(terms(part))) for part in parts}
+        most = max(shared.values())
+        answered |= {part for part, n in shared.items() if most and n == most}
+    wordless = [part for part in parts if not terms(part)]
+    if len(claims) >= len(parts):
+        answered |= set(wordless)
+    return [p for p in parts if p not in answered and p not in reading.unanswered_parts]
+
+
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 
 
@@ -601,6 +630,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
     """Grounds and grades a numbered answer to ``question`` against the sources it was
     written from, after the claim check has cut every sentence that states a specific no
     cited source holds."""
+    raw = text
     checked = check_claims(text, sources, question, said)
     text, claims, dropped = checked.text, checked.claims, checked.missing
     reanchored = sum(claim.moved for claim in claims)
@@ -654,6 +684,14 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
     grounded = cited - len(dropped)
     if attributed:
         cited = grounded = len(citations)
+    typed_from = [s for _, s in best.values()] if attributed else []
+    to_type = lines_to_type(
+        [
+            (claim.text, [(s.ref, s.excerpt) for s in dict.fromkeys(claim.named or typed_from)])
+            for claim in claims
+        ],
+        text,
+    )
     return Reading(
         answer=rewrite(text, sources),
         citations=citations,
@@ -679,6 +717,8 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
         dropped_claims=checked.dropped,
         main_unsupported=checked.main_unsupported,
         unanswered_parts=checked.unanswered,
+        raw=raw,
+        to_type=to_type,
     )
 
 
@@ -740,6 +780,8 @@ def read_reply(
         dropped_claims=reading.dropped_claims,
         main_unsupported=reading.main_unsupported,
         unanswered_parts=reading.unanswered_parts,
+        raw=reading.raw,
+        to_type=reading.to_type,
     )
 
 

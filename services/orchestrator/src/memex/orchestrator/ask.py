@@ -25,11 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
-from memex.orchestrator.answers import Reading, ReplyStream, figures, strength
+from memex.orchestrator.answers import (
+    Reading,
+    ReplyStream,
+    figures,
+    informative,
+    read_reply,
+    strength,
+    unaddressed_parts,
+)
 from memex.orchestrator.ask_stages import (
     MAX_QUESTION_CHARS,
     PersonaCalls,
@@ -37,7 +46,12 @@ from memex.orchestrator.ask_stages import (
     abstention,
 )
 from memex.orchestrator.audit import AuditedReasoner, tenant_var
-from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages, revise_messages
+from memex.orchestrator.briefing import (
+    EMPTY_MEMORY_ANSWER,
+    answer_messages,
+    part_messages,
+    revise_messages,
+)
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Citation, GroundingReport, ShownItem, note_path
 from memex.orchestrator.metrics import (
@@ -59,6 +73,7 @@ from memex.shared.errors import InvalidArgument
 # shows what a change did rather than what sampling did.
 ANSWER_TEMPERATURE = 0.0
 FIRST_WORDS = "ask_first_words"  # the stage timing when an ask's first words reach the reader
+MAX_PART_CALLS = 2  # parts of a compound question asked for again, at most, per ask
 
 
 @dataclass
@@ -336,6 +351,20 @@ class Asker:
                             reading = piece
                 stages += ["synthesize", "ground_check"]
             assert reading is not None  # _answer always ends with its reading
+            if not abstain_reason(query, reading, sources, self._settings.abstain_below):
+                missing = unaddressed_parts(query, reading)
+                if missing:
+                    stages.append("answer_parts")
+                    with timed("answer_parts"):
+                        whole = await self._answer_parts(
+                            query, missing, reading, sources, persona, withheld
+                        )
+                    # The reader sees the added sentences follow the answer; were it read
+                    # otherwise as a whole, the final answer carries it (a streamed ask is
+                    # redrafted at most once).
+                    if whole.answer.startswith(reading.answer) and whole.answer != reading.answer:
+                        yield Draft(whole.answer[len(reading.answer) :])
+                    reading = whole
             if reading.attributed:
                 stages.append("attribute")
             if reading.reanchored:
@@ -419,9 +448,15 @@ class Asker:
             result.answer = abstention(sources)
         else:
             result.citations = reading.citations
-            result.answer = reading.answer + "".join(
-                f"\n\nYour notes don't answer this part: {part}"
-                for part in reading.unanswered_parts
+            result.answer = (
+                reading.answer
+                + "".join(
+                    f"\n\nAs your note writes it: `{line}` {ref}" for line, ref in reading.to_type
+                )
+                + "".join(
+                    f"\n\nYour notes don't answer this part: {part}"
+                    for part in reading.unanswered_parts
+                )
             )
 
     async def _answer(
@@ -455,6 +490,50 @@ class Asker:
         with timed("ground_check"):
             reading = reply.read()
         yield reading
+
+    async def _answer_parts(
+        self,
+        question: str,
+        parts: list[str],
+        reading: Reading,
+        sources: list[Source],
+        persona: Persona,
+        withheld: list[ShownItem],
+    ) -> Reading:
+        """Asks again for each part of a compound question the answer left out, in one short
+        call each over the same sources (the prompt starts as the answer's did, so the model
+        reads only the part). An answer to the part that stands is read together with the
+        first answer, the claim check and all; a part still without one is named as one the
+        notes do not answer, never filled in."""
+        unanswered = list(reading.unanswered_parts)
+        for part in parts[:MAX_PART_CALLS]:
+            extra = await self._read(
+                question,
+                part_messages(persona, sources, question, part),
+                sources,
+                persona,
+                withheld,
+            )
+            stands = (
+                extra.citations
+                and not extra.main_unsupported
+                and not abstain_reason(part, extra, sources, self._settings.abstain_below)
+                and informative(part, extra)
+            )
+            if stands:
+                whole = read_reply(
+                    f"{reading.raw.rstrip()} {extra.raw.strip()}", "", sources, question
+                )
+                if len(whole.claims) > len(reading.claims) and not abstain_reason(
+                    question, whole, sources, self._settings.abstain_below
+                ):
+                    reading = whole
+                    continue
+            unanswered.append(part)
+        return dataclasses.replace(
+            reading,
+            unanswered_parts=tuple(dict.fromkeys([*reading.unanswered_parts, *unanswered])),
+        )
 
     async def _revise(
         self,

@@ -40,6 +40,12 @@ CITE_REMINDER = (
     "square brackets, like this: ... [1]."
 )
 
+PART_REMINDER = (
+    "Answer in one sentence, with the exact words, figures or commands your source gives, and "
+    "end it with the number of that source in square brackets, like this: ... [1]. If no source "
+    "answers this part, say that the notes do not say."
+)
+
 CHAT_RULES = """
 How to reply:
 - Reply in plain prose, as yourself, to the person's latest message.
@@ -79,6 +85,21 @@ def answer_messages(
         ChatMessage(
             "user",
             f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n" + CITE_REMINDER,
+        ),
+    ]
+
+
+def part_messages(
+    persona: Persona, sources: list[Source], question: str, part: str, today: dt.date | None = None
+) -> list[ChatMessage]:
+    """A call for one part of a compound question that the answer left out. Its prompt starts as
+    the answer's did, question included, so the model reads only the part and the reminder."""
+    return [
+        ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
+        ChatMessage(
+            "user",
+            f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n"
+            f"Answer only this part of it: {part}\n" + PART_REMINDER,
         ),
     ]
 

@@ -1,0 +1,76 @@
+"""What to type, verbatim (issue 35): the note's own line for a command the answer names in part.
+
+Asked how to do something, a small model names the pieces of a command in prose ("use the
+`--depth` flag with `git-clone` and set it to 1") or gets them slightly wrong ("`rmdir` with the
+`-p` flag" for a note that writes ``rmdir -- -p``). The person needs the line they will type,
+as the note writes it. So for each sentence that names something a person types (a code span, a
+flag, a key, a path, an identifier), the cited source's code is searched for a longer line that
+holds it: a line of a fenced block first, else a code span of the note. That line is shown after
+the answer, with the source's ref, unless the answer already writes it whole. Nothing is made
+up: the line is the note's, character for character.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memex.orchestrator.claim_check import normal, occurs_in, specifics
+
+TYPED_KINDS = frozenset({"code", "flag", "key", "path", "identifier"})
+MAX_LINES = 2  # lines shown after one answer, at most
+MAX_LINE_CHARS = 120  # longer is a listing, not a line to type
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+_SPAN = re.compile(r"`([^`\n]+)`")
+_PROMPT = re.compile(r"^\s*[$>%#]\s+")
+
+
+def code_lines(text: str) -> list[tuple[str, bool]]:
+    """What ``text`` gives to type, in order: each line of its fenced code blocks (a shell
+    prompt dropped), marked True, then its inline code spans, marked False."""
+    fenced = [
+        (_PROMPT.sub("", line).strip(), True)
+        for match in _FENCE.finditer(text)
+        for line in match.group(2).splitlines()
+    ]
+    unfenced = _FENCE.sub(" ", text)
+    spans = [(match.group(1).strip(), False) for match in _SPAN.finditer(unfenced)]
+    return [(line, fenced) for line, fenced in [*fenced, *spans] if line]
+
+
+def line_to_type(claim: str, excerpt: str, answer: str) -> str:
+    """The line of ``excerpt`` that holds most of what ``claim`` gives to type and more, which
+    ``answer`` does not already write whole; "" when there is none."""
+    typed = [text for kind, text in specifics(claim) if kind in TYPED_KINDS]
+    if not typed:
+        return ""
+    best: tuple[int, bool, int] | None = None
+    chosen = ""
+    for line, fenced in code_lines(excerpt):
+        if len(line) > MAX_LINE_CHARS or occurs_in(line, answer):
+            continue
+        held = [t for t in typed if occurs_in(t, line) and normal(t) != normal(line)]
+        if not held:
+            continue
+        rank = (len(held), fenced, -len(line))
+        if best is None or rank > best:
+            best, chosen = rank, line
+    return chosen
+
+
+def lines_to_type(
+    claims: Sequence[tuple[str, Sequence[tuple[str, str]]]], answer: str
+) -> tuple[tuple[str, str], ...]:
+    """For each claim (its text, and the ref and excerpt of each source it cites), the line to
+    type its first cited source holds, with that source's ref: at most ``MAX_LINES``, each once."""
+    found: dict[str, str] = {}
+    for claim, cited in claims:
+        for ref, excerpt in cited:
+            line = line_to_type(claim, excerpt, answer)
+            if line:
+                found.setdefault(line, ref)
+                break
+        if len(found) >= MAX_LINES:
+            break
+    return tuple(found.items())
