@@ -525,7 +525,7 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     tmp_path: Path,
 ) -> None:
     model = reasoner(["The deposit is £800 [1]."])
-    asker = slow_asker(tmp_path, model, ask_confirm_first_pass=False)
+    asker = slow_asker(tmp_path, model)  # a first pass that stands is the answer
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
 
     [call] = model.calls
@@ -550,7 +550,7 @@ async def test_a_first_pass_that_stands_is_kept_when_the_whole_briefing_confirms
     model = reasoner(["The deposit is £800 [1]."])
     events = [
         e
-        async for e in slow_asker(tmp_path, model).stream(
+        async for e in slow_asker(tmp_path, model, ask_confirm_first_pass=True).stream(
             "me", "the deposit?", include_sensitive=True
         )
     ]
@@ -576,7 +576,7 @@ async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_les
     model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=later)
     events = [
         e
-        async for e in slow_asker(tmp_path, model).stream(
+        async for e in slow_asker(tmp_path, model, ask_confirm_first_pass=True).stream(
             "me", "the deposit?", include_sensitive=True
         )
     ]
@@ -601,7 +601,7 @@ async def test_a_first_pass_that_the_whole_briefing_answers_otherwise_is_replace
     model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=[whole])
     events = [
         e
-        async for e in slow_asker(tmp_path, model).stream(
+        async for e in slow_asker(tmp_path, model, ask_confirm_first_pass=True).stream(
             "me", "the deposit?", include_sensitive=True
         )
     ]
@@ -750,7 +750,7 @@ async def test_a_part_of_a_compound_question_the_answer_left_out_is_asked_for_ag
     first, part = ("\n".join(m.content for m in c.messages) for c in model.calls)
     # The part's prompt starts as the answer's did, question and all: the model reads the rest.
     assert part.startswith(first.removesuffix(CITE_REMINDER))
-    assert "Answer only this part of it: When is it returned?" in part
+    assert "Still to answer: When is it returned?" in part
     finished = events[-1]
     assert isinstance(finished, Finished)
     result = finished.result

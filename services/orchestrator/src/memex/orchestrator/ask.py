@@ -6,10 +6,14 @@ grades the numbers itself (``answers.py``). On a CPU too slow to read the whole 
 the call first reads only the best sources (what it prefills in ``ask_first_pass_seconds``), and
 its answer streams. One that does not rest on them is set aside and asked again over the whole
 briefing, whose start is the first prompt, so the model reads only what was added. One that does
-is confirmed over the whole briefing too (``ask_confirm_first_pass``), unstreamed: the reader
-keeps the draft when that answer cites the same notes with the same figures, and gets that
-answer instead otherwise. A small first pass gives the first words quickly; the whole briefing
-keeps it from answering from too few sources.
+is the answer, unless ``ask_confirm_first_pass`` has the whole briefing confirm it, unstreamed:
+the reader keeps the draft when that answer cites the same notes with the same figures, and gets
+that answer instead otherwise.
+
+A compound question ("how much ..., and why?") whose answer leaves a part out gets one short
+call per missing part over the same sources (``answer_parts``); what the notes do not answer is
+named, never filled in. A sentence that names a command in part is followed by the cited note's
+whole line (``to_type.py``).
 
 The data-blind plan hop of SPEC B1 runs only when a question earns it (records, the inbox, a
 person's timeline, two questions at once), or always with ``plan_hop=always``; steps that find
@@ -509,7 +513,7 @@ class Asker:
         for part in parts[:MAX_PART_CALLS]:
             extra = await self._read(
                 question,
-                part_messages(persona, sources, question, part),
+                part_messages(persona, sources, question, reading.answer, part),
                 sources,
                 persona,
                 withheld,
@@ -518,7 +522,7 @@ class Asker:
                 extra.citations
                 and not extra.main_unsupported
                 and not abstain_reason(part, extra, sources, self._settings.abstain_below)
-                and informative(part, extra)
+                and informative(f"{part}\n{reading.answer}", extra)  # not said again
             )
             if stands:
                 whole = read_reply(

@@ -41,9 +41,9 @@ CITE_REMINDER = (
 )
 
 PART_REMINDER = (
-    "Answer in one sentence, with the exact words, figures or commands your source gives, and "
-    "end it with the number of that source in square brackets, like this: ... [1]. If no source "
-    "answers this part, say that the notes do not say."
+    "Answer only what is still to answer, in one sentence, with the exact words, figures or "
+    "commands your source gives, and end it with the number of that source in square brackets, "
+    "like this: ... [1]. If no source answers it, say that the notes do not say."
 )
 
 CHAT_RULES = """
@@ -90,16 +90,22 @@ def answer_messages(
 
 
 def part_messages(
-    persona: Persona, sources: list[Source], question: str, part: str, today: dt.date | None = None
+    persona: Persona,
+    sources: list[Source],
+    question: str,
+    answered: str,
+    part: str,
+    today: dt.date | None = None,
 ) -> list[ChatMessage]:
-    """A call for one part of a compound question that the answer left out. Its prompt starts as
-    the answer's did, question included, so the model reads only the part and the reminder."""
+    """A call for one part of a compound question that the answer so far (``answered``) left
+    out. Its prompt starts as the answer's did, question included, so the model reads only what
+    follows: the answer so far, so that it is not given again, and the part."""
     return [
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
         ChatMessage(
             "user",
             f"{render_all(sources)}\n\n{today_line(today)}\nQuestion: {question}\n"
-            f"Answer only this part of it: {part}\n" + PART_REMINDER,
+            f"Answered so far: {answered}\nStill to answer: {part}\n" + PART_REMINDER,
         ),
     ]
 
