@@ -804,3 +804,12 @@ async def test_an_answer_that_names_a_command_in_part_shows_the_notes_whole_line
     assert result.answer.endswith(
         "\n\nAs your note writes it: `rmdir -- -p` [[Remove a directory called -p]]"
     )
+
+
+async def test_a_part_call_that_only_repeats_the_answer_names_nothing(tmp_path: Path) -> None:
+    """The first sentence may have answered the part in words the part does not share; a model
+    that says it again has not said the notes lack it."""
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=["The deposit is £800 [1]."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask("me", COMPOUND, include_sensitive=True)
+    assert len(model.calls) == 2 and result.answer == "The deposit is £800 [[Flat lease]]."

@@ -14,18 +14,20 @@ CLONE = (
     "See `man git-clone` for more details."
 )
 DASH = (
-    "I made a directory called `-p` by mistake.\n\n```\n$ rmdir -- -p\n```\n\n"
+    "I made a directory called `-p` by mistake.\n\n```bash\n$ rmdir -p\nusage: rmdir [-p] "
+    "directory ...\n```\n\nNot so fast.\n\n```\n$ rmdir -- -p\n```\n\n"
     "The `--` ends the options, so `-p` is read as a name."
 )
 
 
-def test_code_lines_are_fenced_lines_without_their_prompt_then_code_spans() -> None:
+def test_what_a_note_gives_to_type_is_its_prompt_lines_then_its_whole_command_spans() -> None:
     assert code_lines(CLONE) == [
         ("git clone --depth 1 git@github.com:me/notes.git", True),
-        ("--depth", False),
-        ("git-clone", False),
-        ("man git-clone", False),
+        ("man git-clone", False),  # `--depth` alone is a name, not a line to type
     ]
+    # A program's source and its output are read, not typed.
+    source = "```ruby\nitems.each { puts it }\n> 12 | error\n```\n\nPress `<C-\\><C-n>`."
+    assert code_lines(source) == [("<C-\\><C-n>", False)]
 
 
 def test_a_flag_named_in_prose_gets_the_notes_whole_command() -> None:
@@ -36,6 +38,7 @@ def test_a_flag_named_in_prose_gets_the_notes_whole_command() -> None:
 
 def test_a_command_the_answer_gets_slightly_wrong_is_shown_as_the_note_writes_it() -> None:
     claim = "Use the `rmdir` command with the `-p` flag."
+    # `rmdir -p` is the answer's own reading (the note's mistake): it adds nothing to it.
     assert line_to_type(claim, DASH, claim) == "rmdir -- -p"
 
 

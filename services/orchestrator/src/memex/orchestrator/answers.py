@@ -591,7 +591,7 @@ def unaddressed_parts(question: str, reading: Reading) -> list[str]:
     parts = question_parts(question)
     if len(parts) < 2 or reading.declined:
         return []
-    claims = [claim for claim in reading.claims if _says_more(claim, question)]
+    claims = [claim for claim in reading.claims if _adds(claim, question)]
     answered: set[str] = set()
     for claim in claims:
         said = set(terms(claim))
@@ -809,6 +809,14 @@ def informative(question: str, reading: Reading) -> bool:
     if _YES_NO_QUESTION.match(question):
         return True
     return any(_says_more(claim, question) for claim in reading.claims)
+
+
+def _adds(claim: str, question: str) -> bool:
+    """Whether ``claim`` says more than ``question``: a word, or a specific the question does not
+    write ("The one-character shortcut for force-pushing main is `+`" adds only the `+`)."""
+    return _says_more(claim, question) or any(
+        not _occurs_in(text, question) for _, text in specifics(claim)
+    )
 
 
 def _says_more(claim: str, question: str) -> bool:

@@ -507,8 +507,8 @@ class Asker:
         """Asks again for each part of a compound question the answer left out, in one short
         call each over the same sources (the prompt starts as the answer's did, so the model
         reads only the part). An answer to the part that stands is read together with the
-        first answer, the claim check and all; a part still without one is named as one the
-        notes do not answer, never filled in."""
+        first answer, the claim check and all; a part the model declines, or fills with what no
+        source holds, is named as one the notes do not answer, never filled in."""
         unanswered = list(reading.unanswered_parts)
         for part in parts[:MAX_PART_CALLS]:
             extra = await self._read(
@@ -533,7 +533,10 @@ class Asker:
                 ):
                     reading = whole
                     continue
-            unanswered.append(part)
+            if extra.declined or extra.dropped_claims:
+                # The notes do not say, or what the model wrote for it is in no source: said
+                # plainly. (An answer that only repeats the first says nothing either way.)
+                unanswered.append(part)
         return dataclasses.replace(
             reading,
             unanswered_parts=tuple(dict.fromkeys([*reading.unanswered_parts, *unanswered])),

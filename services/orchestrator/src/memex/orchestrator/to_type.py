@@ -5,8 +5,9 @@ Asked how to do something, a small model names the pieces of a command in prose 
 `-p` flag" for a note that writes ``rmdir -- -p``). The person needs the line they will type,
 as the note writes it. So for each sentence that names something a person types (a code span, a
 flag, a key, a path, an identifier), the cited source's code is searched for a longer line that
-holds it: a line of a fenced block first, else a code span of the note. That line is shown after
-the answer, with the source's ref, unless the answer already writes it whole. Nothing is made
+holds it and adds to what the answer writes: a line the note types at a shell prompt first, else
+a code span of the note that is a whole command or keys. That line is shown after the answer,
+with the source's ref. Nothing is made
 up: the line is the note's, character for character.
 """
 
@@ -23,37 +24,49 @@ MAX_LINE_CHARS = 120  # longer is a listing, not a line to type
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 _SPAN = re.compile(r"`([^`\n]+)`")
-_PROMPT = re.compile(r"^\s*[$>%#]\s+")
+# A line typed at a shell prompt. (Not ">" or "#": they open output, quotes and comments too.)
+_PROMPT = re.compile(r"^\s*[$%]\s+")
+# A code span that is a command with its arguments, or keys to press, rather than one name.
+_TYPED_SPAN = re.compile(r"\s|[<>~]")
 
 
 def code_lines(text: str) -> list[tuple[str, bool]]:
-    """What ``text`` gives to type, in order: each line of its fenced code blocks (a shell
-    prompt dropped), marked True, then its inline code spans, marked False."""
-    fenced = [
+    """What ``text`` gives to type, in order: the lines of its fenced code blocks typed at a
+    shell prompt (the prompt dropped), marked True, then its inline code spans that hold a
+    command with its arguments or keys to press, marked False. Other code (a program's source,
+    its output, a config file) is read, not typed."""
+    prompted = [
         (_PROMPT.sub("", line).strip(), True)
         for match in _FENCE.finditer(text)
         for line in match.group(2).splitlines()
+        if _PROMPT.match(line)
     ]
     unfenced = _FENCE.sub(" ", text)
-    spans = [(match.group(1).strip(), False) for match in _SPAN.finditer(unfenced)]
-    return [(line, fenced) for line, fenced in [*fenced, *spans] if line]
+    spans = [
+        (match.group(1).strip(), False)
+        for match in _SPAN.finditer(unfenced)
+        if _TYPED_SPAN.search(match.group(1).strip())
+    ]
+    return [(line, prompt) for line, prompt in [*prompted, *spans] if line]
 
 
 def line_to_type(claim: str, excerpt: str, answer: str) -> str:
-    """The line of ``excerpt`` that holds most of what ``claim`` gives to type and more, which
-    ``answer`` does not already write whole; "" when there is none."""
+    """The line of ``excerpt`` that holds most of what ``claim`` gives to type and something
+    ``answer`` does not write (so not the answer's own reading of the note again); "" when there
+    is none. Among equals, a prompt's line before a code span, and the longer line: it adds
+    more."""
     typed = [text for kind, text in specifics(claim) if kind in TYPED_KINDS]
     if not typed:
         return ""
     best: tuple[int, bool, int] | None = None
     chosen = ""
-    for line, fenced in code_lines(excerpt):
-        if len(line) > MAX_LINE_CHARS or occurs_in(line, answer):
+    for line, prompted in code_lines(excerpt):
+        if len(line) > MAX_LINE_CHARS or all(occurs_in(word, answer) for word in line.split()):
             continue
         held = [t for t in typed if occurs_in(t, line) and normal(t) != normal(line)]
         if not held:
             continue
-        rank = (len(held), fenced, -len(line))
+        rank = (len(held), prompted, len(line))
         if best is None or rank > best:
             best, chosen = rank, line
     return chosen
