@@ -14,9 +14,10 @@ at the client.
 Variants, in this order (the baseline first: its orchestrator must not meet a newer schema):
 - ``baseline``: the answer path at ``--baseline-ref`` (default: the commit before issue 35),
   run from a git worktree by putting its sources first on ``PYTHONPATH``;
-- ``default``: this checkout as it ships;
-- ``no-confirm``: ``MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS=false``, one model call when the
-  first pass stands;
+- ``default``: this checkout as it ships (a first pass that stands is the answer);
+- ``confirm``: ``MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS=true``, the whole briefing read after
+  a first pass that stands, as before issue 35;
+- ``short-first``: a first pass of 1.5 s of prefill (at least 150 tokens) instead of 3.5 s;
 - ``one-call``: no first pass (``ASK_FIRST_PASS_SECONDS=0``), a 700-token briefing.
 
 Medians in seconds, and each variant's ratio to the baseline measured in the same run; 2 cores
@@ -52,7 +53,11 @@ SOURCE_DIRS = (
 )
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
-    "no-confirm": {"MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS": "false"},
+    "confirm": {"MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS": "true"},
+    "short-first": {
+        "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_SECONDS": "1.5",
+        "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_MIN_TOKENS": "150",
+    },
     "one-call": {
         "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_SECONDS": "0",
         "MEMEX_ORCHESTRATOR_BRIEFING_TOKENS": "700",

@@ -525,7 +525,7 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     tmp_path: Path,
 ) -> None:
     model = reasoner(["The deposit is £800 [1]."])
-    asker = slow_asker(tmp_path, model)  # a first pass that stands is the answer
+    asker = slow_asker(tmp_path, model, ask_confirm_first_pass=False)
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
 
     [call] = model.calls
@@ -618,6 +618,23 @@ async def test_a_first_pass_that_the_whole_briefing_answers_otherwise_is_replace
     # An answer that abstains is not shown as a draft; the result says it.
     after = "".join(e.text for e in events[redraft:] if isinstance(e, Draft))
     assert after == ("" if abstained else result.answer)
+
+
+async def test_a_whole_briefing_answer_broken_without_declining_leaves_the_draft(
+    tmp_path: Path,
+) -> None:
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=["The landlord may keep it."])
+    events = [
+        e
+        async for e in slow_asker(tmp_path, model).stream(
+            "me", "the deposit?", include_sensitive=True
+        )
+    ]
+    assert len(model.calls) == 2 and not [e for e in events if isinstance(e, Redraft)]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.answer == "The deposit is £800 [[Flat lease]]."
+    assert not finished.result.abstained and finished.result.stages[-1] == "confirm"
 
 
 @dataclass

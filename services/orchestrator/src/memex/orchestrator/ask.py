@@ -414,9 +414,13 @@ class Asker:
         that answer stands too, and either says the same (the same notes cited, the same
         figures) or rests on its sources less well than the draft does (inference against a
         paraphrase: "11 pieces survived" against the draft's "7 survived", which the note says
-        word for word)."""
-        if abstain_reason(question, whole, sources, self._settings.abstain_below):
-            return False
+        word for word). A whole-briefing answer that would abstain replaces the draft only when
+        the model declined (the notes do not answer: the draft was a guess); one that is only
+        broken (uncited, cut by the claim check, off the question) says nothing against it,
+        and replacing the draft with its abstention was 3 of the til vault's 64 answers."""
+        reason = abstain_reason(question, whole, sources, self._settings.abstain_below)
+        if reason:
+            return reason != "declined"
         same = {c.ref for c in draft.citations} == {c.ref for c in whole.citations} and (
             figures(draft.claims) == figures(whole.claims)
         )

@@ -98,14 +98,15 @@ class OrchestratorSettings(ServiceSettings):
         "added. 0, or a speed the reasoner did not measure, reads the whole briefing at once.",
     )
     ask_confirm_first_pass: bool = Field(
-        False,
-        description="When an ask's first pass stands, the model also reads the whole briefing "
+        True,
+        description="When an ask's first pass stands, the model still reads the whole briefing "
         "after it (unstreamed; the first prompt is its start, so only what was added is read): "
-        "the draft is kept when that answer cites the same notes with the same figures, or "
-        "rests on its sources less well, and is replaced by it (a redraft) otherwise. Off by "
-        "default: on the til vault (64 questions, 2 cores) confirming answered no more questions "
-        "right (34 of 50 either way), abstained falsely on 3 where the first pass alone "
-        "abstained on none, and took ask p50 from 7.7 s to 11.1 s (docs/benchmarks.md).",
+        "the draft is kept when that answer cites the same notes with the same figures, rests "
+        "on its sources less well, or is broken without declining, and is replaced by it (a "
+        "redraft) otherwise. A first pass that stood alone lost 5 of 48 demo questions to "
+        "sources it had not read (another note's amount, the eighth source's figure), for ask "
+        "p50 5.1 s against 8.3 s (docs/benchmarks.md). False: a first pass that stands is the "
+        "answer.",
     )
     ask_first_pass_min_tokens: int = Field(
         300,
