@@ -58,6 +58,7 @@ from memex.orchestrator.briefing import (
 )
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Citation, GroundingReport, ShownItem, note_path
+from memex.orchestrator.lexical import terms
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
@@ -537,9 +538,11 @@ class Asker:
                 ):
                     reading = whole
                     continue
-            if extra.declined or extra.dropped_claims:
+            if (extra.declined or extra.dropped_claims) and terms(part):
                 # The notes do not say, or what the model wrote for it is in no source: said
-                # plainly. (An answer that only repeats the first says nothing either way.)
+                # plainly. (An answer that only repeats the first says nothing either way; nor
+                # does a decline of a part with no word of its own, "Why?", whose answer may
+                # stand in a sentence of the first that no word ties to it.)
                 unanswered.append(part)
         return dataclasses.replace(
             reading,
