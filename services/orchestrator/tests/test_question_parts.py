@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from memex.orchestrator.answers import Reading, unaddressed_parts
+from memex.orchestrator.items import GroundingReport
 from memex.orchestrator.question_parts import question_parts
 
 
@@ -34,3 +36,50 @@ def test_a_question_is_split_where_a_conjunction_opens_another_question(
     question: str, parts: list[str]
 ) -> None:
     assert question_parts(question) == parts
+
+
+def _reading(*claims: str) -> Reading:
+    return Reading(
+        answer=" ".join(claims),
+        citations=[],
+        report=GroundingReport(0, 0),
+        declined=False,
+        support=0.0,
+        attributed=False,
+        claims=claims,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "claims", "left_out"),
+    [
+        (
+            "Which flag clones without history, and how long can a table name be?",
+            ["Pass `--depth 1` to clone it without history."],
+            ["How long can a table name be?"],
+        ),
+        (
+            "Which flag clones without history, and how long can a table name be?",
+            ["Pass `--depth 1` to clone without history.", "A table name can be 63 bytes."],
+            [],
+        ),
+        # A sentence that adds only a specific still answers its part.
+        (
+            "What's the shortcut for force-pushing main, and which safer flag should I use?",
+            ["The shortcut for force-pushing main is `+main`.", "Use `--force-with-lease`."],
+            [],
+        ),
+        # "Why?" has no word of its own: a sentence beyond the amount's answers it.
+        ("How much did the repair cost, and why?", ["The repair cost £90."], ["Why?"]),
+        (
+            "How much did the repair cost, and why?",
+            ["The repair cost £90.", "The valve had failed."],
+            [],
+        ),
+        ("How much did the repair cost?", ["It cost money."], []),  # not compound
+    ],
+)
+def test_the_parts_an_answer_leaves_out(
+    question: str, claims: list[str], left_out: list[str]
+) -> None:
+    assert unaddressed_parts(question, _reading(*claims)) == left_out
