@@ -830,3 +830,17 @@ async def test_a_part_call_that_only_repeats_the_answer_names_nothing(tmp_path: 
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
     result = await o.asker.ask("me", COMPOUND, include_sensitive=True)
     assert len(model.calls) == 2 and result.answer == "The deposit is £800 [[Flat lease]]."
+
+
+async def test_a_declined_part_that_the_answer_shares_words_with_is_not_named(
+    tmp_path: Path,
+) -> None:
+    """A small model declines a part it has just answered in other words: the part that a
+    sentence of the answer touches is not said to be missing from the notes."""
+    question = "How much is the flat deposit, and when does Dana return it?"
+    reply = ["The flat deposit Dana holds is £800 [1]."]  # the first part's, by more words
+    model = TwoAnswers({ANSWER: reply}, later=["The notes do not say."])
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask("me", question, include_sensitive=True)
+    assert len(model.calls) == 2
+    assert result.answer == "The flat deposit Dana holds is £800 [[Flat lease]]."

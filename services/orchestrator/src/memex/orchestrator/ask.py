@@ -538,11 +538,14 @@ class Asker:
                 ):
                     reading = whole
                     continue
-            if (extra.declined or extra.dropped_claims) and terms(part):
+            asked = set(terms(part))
+            shares = asked & set(terms(reading.answer))
+            if (extra.declined or extra.dropped_claims) and asked and not shares:
                 # The notes do not say, or what the model wrote for it is in no source: said
-                # plainly. (An answer that only repeats the first says nothing either way; nor
-                # does a decline of a part with no word of its own, "Why?", whose answer may
-                # stand in a sentence of the first that no word ties to it.)
+                # plainly. Not when the answer shares a word with the part ("to show what
+                # would be synced, add -v"): a sentence may answer it in words that tie it to
+                # another part, and a small model declines a part it has just answered. Nor for
+                # a part with no word of its own ("Why?"), for the same reason.
                 unanswered.append(part)
         return dataclasses.replace(
             reading,
