@@ -265,6 +265,27 @@ def test_common_verbs_alone_do_not_put_a_source_on_topic(question: str, expected
 
 
 @pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        # A bare amount from a note that shares one topical word of five with the question.
+        ("How much was refunded for the cancelled whale-watching trip?", "$1,184.62 [1].", False),
+        ("How much was my tax refund this year?", "$1,184.62 [1].", True),
+        # Words of its own say what the value is: the share is not asked of them.
+        (
+            "How much was refunded for the cancelled whale-watching trip?",
+            "The tax return brought back $1,184.62 [1].",
+            True,
+        ),
+    ],
+)
+def test_a_bare_value_needs_a_source_about_the_questions_subject(
+    question: str, answer: str, expected: bool
+) -> None:
+    tax = [source(1, "Tax return filed. Refund of $1,184.62 came in March.", "Tax return 2025")]
+    assert on_topic(question, read(answer, tax), tax) is expected
+
+
+@pytest.mark.parametrize(
     ("question", "expected"),
     [
         ("How much goes into my pension each month?", False),  # a month is no topic

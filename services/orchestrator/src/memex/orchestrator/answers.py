@@ -851,7 +851,34 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     if named and not any(len(name) <= 2 or _mentions(name, mentioned) for name in named):
         return False
     wanted = topical(terms(question))
-    return not wanted or any(_mentions(term, seen) for term in wanted)
+    if not wanted:
+        return True
+    if not any(_mentions(term, seen) for term in wanted):
+        return False
+    if _bare(question, reading):
+        # A bare value ("$1,184.62", "Fundy Built Homes") says nothing of what it is: it
+        # answers the question's subject only from a note about that subject. The tax return's
+        # refund shares one word of five with "the refund for the cancelled whale-watching trip".
+        covered = sum(_mentions(term, mentioned) for term in wanted)
+        return covered >= BARE_TOPIC_SHARE * len(wanted)
+    return True
+
+
+# The least share of a question's topical terms that the cited notes of a bare answer (a value
+# and no words of its own) must mention (``on_topic``).
+BARE_TOPIC_SHARE = 0.25
+_CAPITALISED_WORD = re.compile(r"\b[A-Z][\w'\u2019-]*")
+
+
+def _bare(question: str, reading: Reading) -> bool:
+    """Whether every sentence of the answer adds to the question only values: figures and
+    capitalised names, wherever they stand ("Fundy Built Homes", "$1,184.62")."""
+    asked = set(terms(question))
+    for claim in reading.claims:
+        valued = {t for word in _CAPITALISED_WORD.findall(claim) for t in terms(word)}
+        if any(t not in asked and t not in valued and not is_number(t) for t in terms(claim)):
+            return False
+    return bool(reading.claims)
 
 
 def _mentions(term: str, mentioned: set[str]) -> bool:
