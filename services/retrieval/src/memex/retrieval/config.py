@@ -120,14 +120,20 @@ class RetrievalSettings(ServiceSettings):
         "records", description="Vault folder holding <collection>.jsonl record files."
     )
     include: list[str] = Field(
-        default=["*.md"],
-        description="fnmatch patterns of vault-relative paths to index (* crosses folders).",
+        default=["*.md", "*.pdf", "*.html", "*.htm", "*.eml", "*.mbox"],
+        description="fnmatch patterns of vault-relative paths to index (* crosses folders): "
+        "Markdown notes, and PDFs, saved web pages and mail, read as notes.",
     )
     exclude: list[str] = Field(
         default=[], description="fnmatch patterns of vault-relative paths never to index."
     )
     max_file_bytes: int = Field(
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
+    )
+    max_document_bytes: int = Field(
+        64 * 1024 * 1024,
+        gt=0,
+        description="Larger PDFs, web pages and mailboxes are skipped as too big.",
     )
     embed_batch: int = Field(32, gt=0, description="Chunks sent in one Embed call.")
     weaviate_host: str = Field(

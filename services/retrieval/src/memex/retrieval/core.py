@@ -54,6 +54,7 @@ class RetrievalCore:
                     frozenset(t.casefold() for t in s.sensitive_tags), tuple(s.sensitive_folders)
                 ),
                 max_file_bytes=s.max_file_bytes,
+                max_document_bytes=s.max_document_bytes,
                 embed_batch=s.embed_batch,
             ),
         )

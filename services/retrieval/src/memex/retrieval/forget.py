@@ -226,6 +226,6 @@ class Forgetter:
         if not exists:
             return False, None
         text, _, _ = await asyncio.to_thread(
-            vault_io.read_text, vault_io.VaultFile(rel=rel, path=path), 1 << 40
+            vault_io.read_content, vault_io.VaultFile(rel=rel, path=path), 1 << 40
         )
         return True, text

@@ -24,6 +24,7 @@ from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
 from memex.retrieval.ingest.chunking import search_text
+from memex.retrieval.ingest.documents import locator
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.records_io import entity_matcher
 from memex.retrieval.names import NameMatcher
@@ -409,6 +410,8 @@ class Searcher:
                 if view is None:
                     continue
                 item.text, item.heading = view.text, view.heading
+                # A document's chunk lies on one page (one message): its citation names it.
+                item.citation += locator(item.path, view.heading)
                 item.attributes.update(start=view.start, end=view.end)
             out.append(item)
         return out

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
+import mailbox
 import random
 import textwrap
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +154,113 @@ def weaviate_get(url: str, api_key: str) -> Any:
         if exc.code == 404:
             return None
         raise
+
+
+def pdf_bytes(pages: Sequence[str], password: str | None = None) -> bytes:
+    """A real PDF with a page per text (an empty text: a page with no text layer, as a scan
+    has), encrypted with ``password`` when one is given (``""``: to set permissions only)."""
+    import pypdf
+    from fpdf import FPDF  # a dev dependency: tests only
+
+    writer = FPDF()
+    writer.set_font("helvetica", size=11)
+    for text in pages:
+        writer.add_page()
+        if text:
+            writer.multi_cell(0, 7, text)
+    data = bytes(writer.output())
+    if password is None:
+        return data
+    locked = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    locked.encrypt(user_password=password, algorithm="RC4-128")
+    out = io.BytesIO()
+    locked.write(out)
+    return out.getvalue()
+
+
+def mail(
+    subject: str, sender: str, to: str, date: str, body: str, *, html: bool = False
+) -> EmailMessage:
+    """One mail message; ``html``: its only part is HTML."""
+    message = EmailMessage()
+    message["Subject"], message["From"], message["To"], message["Date"] = subject, sender, to, date
+    if html:
+        message.set_content(f"<html><body><p>{body}</p></body></html>", subtype="html")
+    else:
+        message.set_content(body)
+    return message
+
+
+def write_mailbox(path: Path, messages: Sequence[EmailMessage]) -> Path:
+    """An ``.mbox`` file holding ``messages``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    box = mailbox.mbox(path)
+    try:
+        for message in messages:
+            box.add(message)
+        box.flush()
+    finally:
+        box.close()
+    return path
+
+
+LEASE_PAGES = [
+    "Tenancy agreement for 14 Larchfield Road between Graham Ellis and the tenant.",
+    "",  # a scanned page: no text layer
+    "The deposit of 1,150 GBP is protected by the Deposit Protection Service.\n"
+    "# 4. Notice\nEither party gives two months' notice in writing.",
+]
+CLIPPING = """<html><head><title>Kombucha at home | Brew Journal</title>
+<meta name="date" content="2025-04-02"></head><body>
+<nav>Home | Recipes | About | Subscribe</nav>
+<article><h1>Kombucha at home</h1>
+<p>Steep eight black tea bags in 3.5 litres of water, add 200 g of sugar, and let it cool
+before the SCOBY goes in.</p>
+<p>The second ferment takes three days at room temperature with sliced ginger.</p></article>
+<footer>Copyright 2025 Brew Journal. All rights reserved.</footer></body></html>"""
+
+
+def write_documents_vault(root: Path) -> Path:
+    """A note, a PDF with a scanned page, a web clipping, a mail and a mailbox, and four files
+    that cannot be read."""
+    write(root, "Moving.md", "# Moving\nThe removal van is booked for 30 May with Shift-It.\n")
+    (root / "Lease.pdf").write_bytes(pdf_bytes(LEASE_PAGES))
+    (root / "clippings").mkdir()
+    (root / "clippings/kombucha.html").write_text(CLIPPING)
+    (root / "mail").mkdir()
+    (root / "mail/Porch quote.eml").write_bytes(
+        bytes(
+            mail(
+                "Porch quote",
+                "Gord Fitzpatrick <gord@fitzcarpentry.ca>",
+                "me@example.org",
+                "Tue, 14 Apr 2026 09:00:00 -0300",
+                "Screening the porch comes to $4,200 including materials, two weeks of work.",
+            )
+        )
+    )
+    write_mailbox(
+        root / "mail/Allotment.mbox",
+        [
+            mail(
+                "Plot rent",
+                "Ron Hale <ron@allotments.example>",
+                "me@example.org",
+                "Sun, 08 Nov 2026 10:12:00 +0000",
+                "Hi, the half-plot rent for 2027 is 55 pounds, due by 31 December.",
+            ),
+            mail(
+                "Re: Plot rent",
+                "Me <me@example.org>",
+                "Ron Hale <ron@allotments.example>",
+                "Mon, 09 Nov 2026 08:00:00 +0000",
+                "Thanks Ron, I will pay by bank transfer on Friday.",
+                html=True,
+            ),
+        ],
+    )
+    (root / "Scan.pdf").write_bytes(pdf_bytes(["", ""]))
+    (root / "Locked.pdf").write_bytes(pdf_bytes(["The safe code is 4471."], password="hunter2"))
+    (root / "Broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog")
+    (root / "empty.html").write_text("<html><body><script>track()</script></body></html>")
+    return root

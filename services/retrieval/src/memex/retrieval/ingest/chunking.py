@@ -119,8 +119,11 @@ def _trim(body: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
-    """Splits a note body into chunks (see the module doc)."""
+def chunk_body(
+    body: str, max_chars: int = MAX_CHARS, *, join_opening: bool = True
+) -> list[TextChunk]:
+    """Splits a note body into chunks (see the module doc). ``join_opening`` False: a short
+    opening stands alone, as a document's first page or message must (its citation names it)."""
     chunks: list[TextChunk] = []
     pending: tuple[str, int, int] | None = None  # a heading-only section waiting for content
     opening = True  # no section with content seen yet
@@ -141,7 +144,7 @@ def chunk_body(body: str, max_chars: int = MAX_CHARS) -> list[TextChunk]:
         first_line_end = body.find("\n", s, e)
         only_heading = first_line_end == -1 and headings(body[s:e]) is not None
         opened = pending[1] if pending else s
-        if only_heading or (opening and e - s < LEAD_CHARS):
+        if only_heading or (join_opening and opening and e - s < LEAD_CHARS):
             pending = (heading, opened, e)
             opening = opening and only_heading  # only the first section with content joins on
             continue

@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 
 from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import MODEL_META, Embedder
-from memex.retrieval.ingest import tombstones
+from memex.retrieval.ingest import documents, tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.notes import (
     PreparedNote,
@@ -67,6 +67,7 @@ class IndexOptions:
     max_file_bytes: int
     embed_batch: int
     concurrency: int = 2
+    max_document_bytes: int = 64 * 1024 * 1024
 
 
 class Indexer:
@@ -252,7 +253,9 @@ class Indexer:
                         progress(done, total, prepared.note.path)
 
         for file in files:
-            text, mtime = await _read(file, self._opt.max_file_bytes, summary)
+            document = documents.is_document(file.rel)
+            limit = self._opt.max_document_bytes if document else self._opt.max_file_bytes
+            text, mtime = await _read(file, limit, summary)  # a document: its content_id
             if text is None:
                 total -= 1
                 continue
@@ -261,7 +264,8 @@ class Indexer:
                 total -= 1
                 continue
             kept.add(file.rel)
-            fp = fingerprint(text, self._embedder.model_id, self._opt.sensitivity)
+            version = f"\x00{documents.EXTRACTOR_VERSION}" if document else ""
+            fp = fingerprint(text + version, self._embedder.model_id, self._opt.sensitivity)
             if not full and stored.get(file.rel, ("", ""))[1] == fp:
                 summary.unchanged += 1
                 done += 1
@@ -270,11 +274,13 @@ class Indexer:
                 continue
             try:
                 prepared = await asyncio.to_thread(  # a long note parses for a while
-                    prepare, file.rel, text, mtime, fp, self._opt.sensitivity, matcher
+                    _prepare, file, text, mtime, fp, self._opt, matcher, summary, limit
                 )
             except Exception as exc:  # one note memex cannot read must not stop the vault
                 log.exception("could not read %s as a note", file.rel)
-                summary.skipped.append((file.rel, f"could not be read as a note: {exc}"))
+                prepared = f"could not be read as a note: {exc}"
+            if isinstance(prepared, str):
+                summary.skipped.append((file.rel, prepared))
                 kept.discard(file.rel)
                 total -= 1
                 continue
@@ -326,12 +332,37 @@ async def _settle(
         raise
 
 
+def _prepare(
+    file: vault_io.VaultFile,
+    text: str,
+    mtime: float,
+    fp: str,
+    opt: IndexOptions,
+    matcher: NameMatcher,
+    summary: IndexSummary,
+    limit: int,
+) -> PreparedNote | str:
+    """The note read from ``text``, or from the document it stands for (read again and
+    extracted only now that it changed); a document memex cannot read gives the reason."""
+    if documents.is_document(file.rel):
+        data, _, reason = vault_io.read_bytes(file, limit)
+        if data is None:
+            return reason
+        extracted = documents.extract(file.path, data)
+        if extracted.text is None:
+            return extracted.reason
+        summary.warnings += [f"{file.rel}: {warning}" for warning in extracted.warnings]
+        text = extracted.text
+    return prepare(file.rel, text, mtime, fp, opt.sensitivity, matcher)
+
+
 async def _read(
     file: vault_io.VaultFile, limit: int, summary: IndexSummary
 ) -> tuple[str | None, float]:
-    """A file's text and mtime, off the event loop; None (and the reason in ``summary.skipped``)
-    when it cannot be read, and a warning when it was read though not as UTF-8."""
-    text, mtime, reason = await asyncio.to_thread(vault_io.read_text, file, limit)
+    """A file's text (a document's ``content_id``) and mtime, off the event loop; None (and the
+    reason in ``summary.skipped``) when it cannot be read, and a warning when it was read though
+    not as UTF-8."""
+    text, mtime, reason = await asyncio.to_thread(vault_io.read_content, file, limit)
     if text is None:
         summary.skipped.append((file.rel, reason))
     elif reason:

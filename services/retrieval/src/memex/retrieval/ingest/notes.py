@@ -17,6 +17,7 @@ from memex.retrieval.ingest.chunking import (
     search_text,
     with_frontmatter,
 )
+from memex.retrieval.ingest.documents import is_document
 from memex.retrieval.ingest.markdown import PARSER_VERSION, has_properties, note_date, parse_note
 from memex.retrieval.store.base import Chunk, Link, Note, frontmatter_aliases, link_key
 
@@ -117,7 +118,7 @@ def prepare(
     nid = note_id(rel)
     pieces = [
         TextChunk(p.text, p.heading, p.start + parsed.body_offset, p.end + parsed.body_offset)
-        for p in chunk_body(parsed.body)
+        for p in chunk_body(parsed.body, join_opening=not is_document(rel))
     ]
     if has_properties(fm):
         pieces = with_frontmatter(pieces, text, parsed.body_offset)

@@ -1,7 +1,8 @@
 """Finding a vault's notes and record files, and reading them safely.
 
-Hidden folders and files (``.obsidian``, ``.trash``, ``.git``) are never entered; anything that is
-not Markdown (attachments) is not a note, and neither is a template: the folders Obsidian's
+Hidden folders and files (``.obsidian``, ``.trash``, ``.git``) are never entered; a file is a
+note when the include patterns take it (Markdown, and the documents of ``documents.py``), else it
+is an attachment and left alone, and neither is a template: the folders Obsidian's
 Templates and Templater plugins keep them in, and the daily-note template, as the vault's own
 ``.obsidian`` settings name them (``templates``). Symlinks are followed once, with loops
 detected by the real path. Unreadable, binary, huge or non-UTF-8 files are skipped with a reason,
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from memex.retrieval.ingest.documents import content_id, is_document
 from memex.shared.errors import InvalidArgument
 
 
@@ -142,20 +144,36 @@ def scan(vault: Path, include: list[str], exclude: list[str], records_folder: st
     return result
 
 
-def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
-    """(text, mtime, reason): text is None when the file is skipped, with the reason; a file
-    that is not UTF-8 is read anyway (``decode``), and the reason then says how."""
+def read_bytes(file: VaultFile, max_bytes: int) -> tuple[bytes | None, float, str]:
+    """(data, mtime, reason): data is None when the file is skipped, with the reason."""
     try:
         stat = file.path.stat()
         if stat.st_size > max_bytes:
             return None, 0.0, f"too large ({stat.st_size} bytes, the limit is {max_bytes})"
-        data = file.path.read_bytes()
+        return file.path.read_bytes(), stat.st_mtime, ""
     except OSError as exc:
         return None, 0.0, f"unreadable: {exc.strerror or exc}"
+
+
+def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
+    """(text, mtime, reason): text is None when the file is skipped, with the reason; a file
+    that is not UTF-8 is read anyway (``decode``), and the reason then says how."""
+    data, mtime, reason = read_bytes(file, max_bytes)
+    if data is None:
+        return None, mtime, reason
     if b"\x00" in data[:8192]:
-        return None, stat.st_mtime, "binary file"
+        return None, mtime, "binary file"
     text, how = decode(data)
-    return text.replace("\r\n", "\n"), stat.st_mtime, how
+    return text.replace("\r\n", "\n"), mtime, how
+
+
+def read_content(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
+    """What identifies a file's content, as fingerprints and tombstones compare it: a note's
+    text (``read_text``), or a document's digest (``documents.content_id``)."""
+    if not is_document(file.rel):
+        return read_text(file, max_bytes)
+    data, mtime, reason = read_bytes(file, max_bytes)
+    return (content_id(data) if data is not None else None), mtime, reason
 
 
 # A UTF-8 sequence of two to four bytes: a file that has one is UTF-8 with a few bad bytes.
