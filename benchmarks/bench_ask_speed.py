@@ -11,12 +11,13 @@ index and sends each of ``-n`` answerable questions of ``benchmarks/eval/til.jso
 streamed ask and as a new chat, timing the first words (the first delta with text) and the end
 at the client.
 
-Variants, in this order (the baseline first: its orchestrator must not meet a newer schema):
+Variants, in this order, each on empty orchestrator state (threads and the audit log):
 - ``baseline``: the answer path at ``--baseline-ref`` (default: the commit before issue 35),
   run from a git worktree by putting its sources first on ``PYTHONPATH``;
-- ``default``: this checkout as it ships (a first pass that stands is the answer);
-- ``confirm``: ``MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS=true``, the whole briefing read after
-  a first pass that stands, as before issue 35;
+- ``default``: this checkout as it ships (a first pass that stands streams, then the whole
+  briefing confirms it, unstreamed);
+- ``no-confirm``: ``MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS=false``, a first pass that stands
+  is the answer;
 - ``short-first``: a first pass of 1.5 s of prefill (at least 150 tokens) instead of 3.5 s;
 - ``one-call``: no first pass (``ASK_FIRST_PASS_SECONDS=0``), a 700-token briefing.
 
@@ -53,7 +54,7 @@ SOURCE_DIRS = (
 )
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
-    "confirm": {"MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS": "true"},
+    "no-confirm": {"MEMEX_ORCHESTRATOR_ASK_CONFIRM_FIRST_PASS": "false"},
     "short-first": {
         "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_SECONDS": "1.5",
         "MEMEX_ORCHESTRATOR_ASK_FIRST_PASS_MIN_TOKENS": "150",
@@ -82,6 +83,9 @@ def build_vault(out: Path, notes: int, gold: list[str]) -> int:
 
 
 def run(env: dict[str, str], asked: list[str]) -> dict[str, float]:
+    # Each variant starts on empty orchestrator state: the indexing stack has written this
+    # checkout's schema, which an older baseline refuses to open.
+    shutil.rmtree(Path(env["MEMEX_DATA_DIR"]) / "orchestrator", ignore_errors=True)
     cli(env, "up")
     try:
         times = asyncio.run(first_words(f"127.0.0.1:{env['MEMEX_ORCHESTRATOR_PORT']}", asked))
