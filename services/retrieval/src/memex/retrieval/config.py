@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from memex.retrieval.fusion import Fusion
+from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
 from memex.shared.settings import ServiceSettings, default_data_dir
 
 
@@ -120,9 +121,13 @@ class RetrievalSettings(ServiceSettings):
         "records", description="Vault folder holding <collection>.jsonl record files."
     )
     include: list[str] = Field(
-        default=["*.md", "*.pdf", "*.html", "*.htm", "*.eml", "*.mbox"],
+        default=[
+            "*.md",
+            *(f"*.{suffix}" for suffix in ("pdf", "html", "htm", "eml", "mbox")),
+            *(f"*.{suffix}" for suffix in ("m4a", "mp3", "wav", "ogg", "opus", "webm", "flac")),
+        ],
         description="fnmatch patterns of vault-relative paths to index (* crosses folders): "
-        "Markdown notes, and PDFs, saved web pages and mail, read as notes.",
+        "Markdown notes, and PDFs, saved web pages, mail and voice memos, read as notes.",
     )
     exclude: list[str] = Field(
         default=[], description="fnmatch patterns of vault-relative paths never to index."
@@ -131,10 +136,26 @@ class RetrievalSettings(ServiceSettings):
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
     )
     max_document_bytes: int = Field(
-        64 * 1024 * 1024,
+        1024 * 1024 * 1024,
         gt=0,
-        description="Larger PDFs, web pages and mailboxes are skipped as too big.",
+        description="Larger PDFs, web pages, mailboxes and voice memos are skipped as too big.",
     )
+    whisper_model: str = Field(
+        DEFAULT_WHISPER_MODEL,
+        description=f"The Whisper model that transcribes voice memos: {', '.join(CATALOGUE)} "
+        "(`make models` prepares it; docs/models.md).",
+    )
+    whisper_threads: int = Field(
+        0, ge=0, description="CPU threads a transcription uses (0: CTranslate2's default)."
+    )
+
+    @field_validator("whisper_model")
+    @classmethod
+    def _known_whisper_model(cls, name: str) -> str:
+        if name not in CATALOGUE:
+            raise ValueError(f"unknown Whisper model {name!r}; the catalogue has {list(CATALOGUE)}")
+        return name
+
     embed_batch: int = Field(32, gt=0, description="Chunks sent in one Embed call.")
     weaviate_host: str = Field(
         "127.0.0.1", description="Weaviate host (REST and gRPC), when store is weaviate."

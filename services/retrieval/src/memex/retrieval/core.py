@@ -20,6 +20,7 @@ from memex.retrieval.rerank_onnx import open_reranker
 from memex.retrieval.search import Searcher, Tuning
 from memex.retrieval.store import open_store
 from memex.retrieval.store.base import Store
+from memex.retrieval.whisper_models import CATALOGUE as WHISPER_CATALOGUE
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class RetrievalCore:
                 ),
                 max_file_bytes=s.max_file_bytes,
                 max_document_bytes=s.max_document_bytes,
+                whisper_model_dir=WHISPER_CATALOGUE[s.whisper_model].path(),
+                whisper_threads=s.whisper_threads,
                 embed_batch=s.embed_batch,
             ),
         )

@@ -11,6 +11,7 @@ import io
 import json
 import mailbox
 import random
+import subprocess
 import textwrap
 import urllib.error
 import urllib.request
@@ -264,3 +265,46 @@ def write_documents_vault(root: Path) -> Path:
     (root / "Broken.pdf").write_bytes(b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog")
     (root / "empty.html").write_text("<html><body><script>track()</script></body></html>")
     return root
+
+
+ESPEAK = Path("/usr/bin/espeak-ng")
+"""Debian's, as `make espeak` installs it."""
+MEMO_RAMBLE = (
+    "Walk memo, Saturday morning. I walked along the canal towards the old mill and back "
+    "through the park. The heron was on the far bank again, standing very still in the reeds. "
+    "The plumber rang while I was out. He says the boiler needs a service before the winter, "
+    "and he can come on a Tuesday or a Thursday afternoon. I should ask him about the radiator "
+    "in the back bedroom as well, because it still takes an hour to warm up."
+)
+MEMO_PADLOCK = (
+    "Second thing. The allotment shed needs a new padlock. The padlock costs twelve pounds at "
+    "the hardware shop on the high street."
+)
+
+
+def speak(path: Path, *paragraphs: str) -> Path:
+    """A WAV of Debian's espeak-ng (``ESPEAK``, which the caller requires) reading
+    ``paragraphs``: real, if robotic, speech, with four seconds of silence between them."""
+    ssml = '<break time="4s"/>'.join(paragraphs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [ESPEAK, "-m", "-s", "140", "-w", str(path), f"<speak>{ssml}</speak>"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return path
+
+
+def to_m4a(wav: Path, m4a: Path) -> Path:
+    """``wav`` encoded as AAC in an MP4 container, as a phone's voice memo is (PyAV, the
+    ffmpeg inside its wheel)."""
+    import av
+
+    with av.open(str(wav)) as source, av.open(str(m4a), "w", format="mp4") as out:
+        stream = out.add_stream("aac", rate=22050)
+        for frame in source.decode(audio=0):
+            frame.pts = None
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return m4a

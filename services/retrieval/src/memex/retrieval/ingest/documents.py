@@ -1,5 +1,5 @@
 """What a person keeps besides Markdown (PDFs, saved web pages and clippings, mail), read as note
-text; no I/O beyond the file given, no embedding.
+text; no I/O beyond the file given, no embedding. Voice memos are transcribed by ``audio.py``.
 
 Each document becomes Markdown the note pipeline already reads (frontmatter, headings, chunks),
 so it is indexed incrementally, forgotten, flagged sensitive and cited exactly as a note is:
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import email
 import email.utils
-import hashlib
 import io
 import logging
 import mailbox
@@ -42,8 +41,11 @@ for _chatty in ("pypdf", "trafilatura"):
 
 EXTRACTOR_VERSION = "1"
 """Part of every document's fingerprint: a change here re-reads every document."""
-DOCUMENT_SUFFIXES = frozenset({".pdf", ".html", ".htm", ".eml", ".mbox"})
+AUDIO_SUFFIXES = frozenset({".m4a", ".mp3", ".wav", ".ogg", ".opus", ".webm", ".flac"})
+"""Voice memos, transcribed by ``audio.py``."""
+DOCUMENT_SUFFIXES = frozenset({".pdf", ".html", ".htm", ".eml", ".mbox"}) | AUDIO_SUFFIXES
 PAGE_HEADING = re.compile(r"^p\. (\d+)$")
+TIME_HEADING = re.compile(r"^(?:\d+:)?\d\d:\d\d$")
 # A line of extracted text that Markdown would read as a heading or frontmatter fence.
 _MARKUP_LINE = re.compile(r"^(\s{0,3})(#|---)", re.MULTILINE)
 
@@ -64,17 +66,20 @@ def is_document(rel: str) -> bool:
     return PurePosixPath(rel).suffix.lower() in DOCUMENT_SUFFIXES
 
 
-def content_id(data: bytes) -> str:
+def content_id(sha256: str) -> str:
     """What stands for a document's content where a note's text would (fingerprints and the
-    tombstones of forgotten files): its digest, so an unchanged file is never read again."""
-    return f"memex-document:{hashlib.sha256(data).hexdigest()}"
+    tombstones of forgotten files): its bytes' SHA-256, so an unchanged file is never parsed or
+    transcribed again."""
+    return f"memex-document:{sha256}"
 
 
 def locator(path: str, heading: str) -> str:
     """What a citation of a chunk adds after ``[[title]]``: the page of a PDF (`` p. 3``), the
-    message of a mailbox; nothing for a note."""
+    time in a voice memo (`` 02:41``), the message of a mailbox; nothing for a note."""
     suffix = PurePosixPath(path).suffix.lower()
     if suffix == ".pdf" and PAGE_HEADING.match(heading):
+        return f" {heading}"
+    if suffix in AUDIO_SUFFIXES and TIME_HEADING.match(heading):
         return f" {heading}"
     if suffix == ".mbox" and heading:
         return f" ({heading.split(' > ')[0]})"
@@ -82,7 +87,8 @@ def locator(path: str, heading: str) -> str:
 
 
 def extract(path: Path, data: bytes) -> Extracted:
-    """The document at ``path`` (whose bytes are ``data``) as note text; see the module doc."""
+    """The document at ``path`` (whose bytes are ``data``) as note text; see the module doc.
+    Not a voice memo: those need a model (``audio.Transcriber``)."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         return _pdf(path.name, data)
@@ -106,7 +112,7 @@ def extract(path: Path, data: bytes) -> Extracted:
     return Extracted(None, f"not a document memex reads ({suffix})")
 
 
-def _note(title: str, date: datetime | None, sections: list[tuple[str, str]]) -> str:
+def note_markdown(title: str, date: datetime | None, sections: list[tuple[str, str]]) -> str:
     """Markdown with frontmatter (a title and a date: no property a chunk would have to carry):
     one ``##`` section per (heading, Markdown text)."""
     front: dict[str, object] = {"title": title}
@@ -118,7 +124,7 @@ def _note(title: str, date: datetime | None, sections: list[tuple[str, str]]) ->
     return f"---\n{yaml.safe_dump(front, allow_unicode=True, sort_keys=False)}---\n\n{body}\n"
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     r"""Plain extracted text whose lines Markdown would take as headings (``# x``, a line under
     ``---``) escaped with a backslash, so only the sections made here are headings."""
     return _MARKUP_LINE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", text.strip())
@@ -145,7 +151,7 @@ def _pdf(name: str, data: bytes) -> Extracted:
         for number, page in enumerate(reader.pages, 1):
             text = (page.extract_text() or "").strip()
             if text:
-                sections.append((f"p. {number}", _escape(text)))
+                sections.append((f"p. {number}", escape(text)))
             else:
                 blank.append(number)
         created = reader.metadata.creation_date if reader.metadata else None
@@ -156,7 +162,7 @@ def _pdf(name: str, data: bytes) -> Extracted:
             None, "a PDF without text (scanned pages?): memex reads text, not images of it"
         )
     warnings = (f"pages without text, not indexed (scanned?): {_pages(blank)}",) if blank else ()
-    return Extracted(_note(name, created, sections), warnings=warnings)
+    return Extracted(note_markdown(name, created, sections), warnings=warnings)
 
 
 def _opens_without_password(reader: pypdf.PdfReader) -> bool:
@@ -179,7 +185,7 @@ def _html(name: str, data: bytes) -> Extracted:
     except ValueError:
         date = None
     # The page's own headings stay: they are the sections a citation's excerpt comes from.
-    return Extracted(_note(_one_line(title), date, [("", text)]))
+    return Extracted(note_markdown(_one_line(title), date, [("", text)]))
 
 
 def _as_email(message: mailbox.mboxMessage) -> EmailMessage:
@@ -203,7 +209,7 @@ def _mail(title: str, messages: list[EmailMessage]) -> Extracted:
     if not sections:
         return Extracted(None, "a mailbox without a readable message")
     latest = max(dates, key=datetime.timestamp, default=None)
-    text = _note(_one_line(title), latest, sections)
+    text = note_markdown(_one_line(title), latest, sections)
     return Extracted(text, warnings=tuple(unreadable))
 
 
@@ -220,7 +226,7 @@ def _message(message: EmailMessage) -> tuple[str, str, datetime | None]:
         if (values := message.get_all(header, []))
     ]
     lines += [f"Date: {when:%-d %B %Y %H:%M}"] if when else []
-    text = _escape("\n".join(lines) + "\n\n" + _body(message))
+    text = escape("\n".join(lines) + "\n\n" + _body(message))
     return heading, text, when
 
 

@@ -15,12 +15,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import MODEL_META, Embedder
 from memex.retrieval.ingest import documents, tombstones
 from memex.retrieval.ingest import vault as vault_io
+from memex.retrieval.ingest.audio import Transcriber
 from memex.retrieval.ingest.notes import (
     PreparedNote,
     Sensitivity,
@@ -68,6 +69,9 @@ class IndexOptions:
     embed_batch: int
     concurrency: int = 2
     max_document_bytes: int = 64 * 1024 * 1024
+    whisper_model_dir: Path | None = None
+    """The Whisper model that transcribes voice memos; None: they are skipped."""
+    whisper_threads: int = 0
 
 
 class Indexer:
@@ -77,6 +81,11 @@ class Indexer:
         self._store = store
         self._embedder = embedder
         self._opt = options
+        self._transcriber = (
+            Transcriber(options.whisper_model_dir, options.whisper_threads)
+            if options.whisper_model_dir is not None
+            else None
+        )
         self._inflight = 0
         self._busy_since = 0.0
 
@@ -274,7 +283,7 @@ class Indexer:
                 continue
             try:
                 prepared = await asyncio.to_thread(  # a long note parses for a while
-                    _prepare, file, text, mtime, fp, self._opt, matcher, summary, limit
+                    self._prepare, file, text, mtime, fp, matcher, summary, limit
                 )
             except Exception as exc:  # one note memex cannot read must not stop the vault
                 log.exception("could not read %s as a note", file.rel)
@@ -304,6 +313,36 @@ class Indexer:
         if gone:
             summary.removed += await self._store.delete_notes(tenant, gone)
 
+    def _prepare(
+        self,
+        file: vault_io.VaultFile,
+        text: str,
+        mtime: float,
+        fp: str,
+        matcher: NameMatcher,
+        summary: IndexSummary,
+        limit: int,
+    ) -> PreparedNote | str:
+        """The note read from ``text``, or from the document it stands for (read, extracted or
+        transcribed only now that it changed); a document memex cannot read gives the reason."""
+        if documents.is_document(file.rel):
+            extracted = self._extract(file, limit)
+            if extracted.text is None:
+                return extracted.reason
+            summary.warnings += [f"{file.rel}: {warning}" for warning in extracted.warnings]
+            text = extracted.text
+        return prepare(file.rel, text, mtime, fp, self._opt.sensitivity, matcher)
+
+    def _extract(self, file: vault_io.VaultFile, limit: int) -> documents.Extracted:
+        if file.path.suffix.lower() in documents.AUDIO_SUFFIXES:
+            if self._transcriber is None:
+                return documents.Extracted(None, "voice memos are not transcribed here")
+            return self._transcriber.transcribe(file.path)
+        data, _, reason = vault_io.read_bytes(file, limit)
+        if data is None:
+            return documents.Extracted(None, reason)
+        return documents.extract(file.path, data)
+
 
 def other_vault_warning(held: str, vault: str, removed: int) -> str:
     """What a run says when it took the place of another vault: a memory holds one vault (per
@@ -330,30 +369,6 @@ async def _settle(
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         raise
-
-
-def _prepare(
-    file: vault_io.VaultFile,
-    text: str,
-    mtime: float,
-    fp: str,
-    opt: IndexOptions,
-    matcher: NameMatcher,
-    summary: IndexSummary,
-    limit: int,
-) -> PreparedNote | str:
-    """The note read from ``text``, or from the document it stands for (read again and
-    extracted only now that it changed); a document memex cannot read gives the reason."""
-    if documents.is_document(file.rel):
-        data, _, reason = vault_io.read_bytes(file, limit)
-        if data is None:
-            return reason
-        extracted = documents.extract(file.path, data)
-        if extracted.text is None:
-            return extracted.reason
-        summary.warnings += [f"{file.rel}: {warning}" for warning in extracted.warnings]
-        text = extracted.text
-    return prepare(file.rel, text, mtime, fp, opt.sensitivity, matcher)
 
 
 async def _read(

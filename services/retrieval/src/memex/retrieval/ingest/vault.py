@@ -12,6 +12,7 @@ never raised.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -172,8 +173,15 @@ def read_content(file: VaultFile, max_bytes: int) -> tuple[str | None, float, st
     text (``read_text``), or a document's digest (``documents.content_id``)."""
     if not is_document(file.rel):
         return read_text(file, max_bytes)
-    data, mtime, reason = read_bytes(file, max_bytes)
-    return (content_id(data) if data is not None else None), mtime, reason
+    try:  # streamed: a long recording need not sit in memory to be recognised
+        stat = file.path.stat()
+        if stat.st_size > max_bytes:
+            return None, 0.0, f"too large ({stat.st_size} bytes, the limit is {max_bytes})"
+        with file.path.open("rb") as opened:
+            digest = hashlib.file_digest(opened, "sha256").hexdigest()
+    except OSError as exc:
+        return None, 0.0, f"unreadable: {exc.strerror or exc}"
+    return content_id(digest), stat.st_mtime, ""
 
 
 # A UTF-8 sequence of two to four bytes: a file that has one is UTF-8 with a few bad bytes.

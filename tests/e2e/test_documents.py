@@ -1,0 +1,104 @@
+"""A vault of what a person keeps (issue 36): a note, a spoken voice memo, a PDF with a scanned
+page, a saved web page, a mail and a mailbox, with files that cannot be read beside them.
+`memex index` reads them all (the memo transcribed by the default Whisper model) and says why it
+skipped the rest; `memex ask` on the real stack with the default reasoner answers a question
+about each kind, cited to the memo's time, the PDF's page, the clipping and the message."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memex.gateway.stack import private_stack_env
+from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
+from memex.retrieval.testing import (
+    ESPEAK,
+    MEMO_PADLOCK,
+    MEMO_RAMBLE,
+    speak,
+    to_m4a,
+    write_documents_vault,
+)
+from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
+from memex.shared.testing import REPO_ROOT, require
+
+from .test_web_chat import memex
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+COMMAND = [str(Path(REPO_ROOT, ".venv", "bin", "memex"))]
+
+
+@pytest.fixture(scope="module")
+def documents_stack(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[dict[str, str], str]]:
+    """A private stack on the default model over the indexed documents vault; (env, the index
+    command's JSON report)."""
+    require(lookup(DEFAULT_MODEL).path(), "run `make models`")
+    require(CATALOGUE[DEFAULT_WHISPER_MODEL].path() / "model.bin", "run `make models`")
+    require(ESPEAK, "run `make espeak`")
+    root = tmp_path_factory.mktemp("documents")
+    vault = write_documents_vault(root / "vault")
+    (vault / "memos").mkdir()
+    wav = speak(root / "memo.wav", MEMO_RAMBLE, MEMO_PADLOCK)
+    to_m4a(wav, vault / "memos" / "2026-03-14 walk memo.m4a")
+    env = private_stack_env(root / "data", MEMEX_START_TIMEOUT_SECONDS="240")
+    env.pop("MEMEX_REASONER_MODEL", None)
+    env.pop("MEMEX_REASONER_MODEL_PATH", None)
+    try:
+        memex(COMMAND, env, "up")
+        yield env, memex(COMMAND, env, "index", str(vault), "--json")
+    finally:
+        subprocess.run([*COMMAND, "down"], env=env, timeout=90, check=False)
+
+
+def test_index_reads_every_kind_and_says_why_it_skipped_the_rest(
+    documents_stack: tuple[dict[str, str], str],
+) -> None:
+    _, report = documents_stack
+    summary = json.loads(report)
+    assert int(summary["added"]) == 6, summary
+    skipped = {s["path"]: s["reason"] for s in summary["skipped"]}
+    assert set(skipped) == {"Scan.pdf", "Locked.pdf", "Broken.pdf", "empty.html"}, skipped
+    assert "password" in skipped["Locked.pdf"]
+
+
+@pytest.mark.parametrize(
+    ("question", "fact", "ref"),
+    [
+        (
+            "How much does the new padlock for the allotment shed cost?",
+            r"12",
+            "[[2026-03-14 walk memo]] 00:",
+        ),
+        (
+            "Which scheme protects my tenancy deposit?",
+            r"Deposit Protection Service",
+            "[[Lease.pdf]] p. 3",
+        ),
+        ("How much sugar goes into my kombucha?", r"200 ?g", "[[Kombucha at home]]"),
+        (
+            "How much is Ron asking for the half-plot rent in 2027?",
+            r"55",
+            "[[Allotment.mbox]] (Plot rent — Ron Hale, 2026-11-08)",
+        ),
+        ("What did Gord quote for screening the porch?", r"\$4,200", "[[Porch quote]]"),
+    ],
+)
+def test_a_question_about_each_kind_is_answered_from_it_and_cited_to_the_place(
+    documents_stack: tuple[dict[str, str], str], question: str, fact: str, ref: str
+) -> None:
+    env, _ = documents_stack
+    result = json.loads(memex(COMMAND, env, "ask", question, "--json"))
+    assert not result.get("abstained"), result
+    assert re.search(fact, result["answer"]), result["answer"]
+    refs = [c["ref"] for c in result["citations"]]
+    assert any(r.startswith(ref) for r in refs), result
+    assert ref in result["answer"], result["answer"]
+    assert "[[2026-03-14 walk memo]] 00:00" not in refs  # the padlock comes after the ramble
