@@ -11,6 +11,7 @@ from memex.retrieval.ingest import documents
 from memex.retrieval.testing import (
     CLIPPING,
     LEASE_PAGES,
+    index_vault,
     mail,
     pdf_bytes,
     write_documents_vault,
@@ -20,14 +21,6 @@ from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-
-
-async def index(stub: Stub, vault: Path) -> retrieval_pb2.IndexSummary:
-    last = None
-    async for message in stub.IndexVault(retrieval_pb2.IndexVaultRequest(vault_path=str(vault))):
-        last = message
-    assert last is not None and last.HasField("summary")
-    return last.summary
 
 
 async def top(stub: Stub, query: str) -> retrieval_pb2.RetrievedItem:
@@ -121,7 +114,7 @@ async def test_documents_are_indexed_cited_to_page_and_message_and_skipped_with_
     retrieval: Stub, tmp_path: Path
 ) -> None:
     vault = write_documents_vault(tmp_path / "vault")
-    summary = await index(retrieval, vault)
+    summary = await index_vault(retrieval, vault)
     assert summary.added == 5
     skipped = {s.path: s.reason for s in summary.skipped}
     assert set(skipped) == {"Scan.pdf", "Locked.pdf", "Broken.pdf", "empty.html"}
@@ -140,7 +133,7 @@ async def test_documents_are_indexed_cited_to_page_and_message_and_skipped_with_
     assert porch.citation == "[[Porch quote]]"
     assert "Gord Fitzpatrick" in porch.text
 
-    again = await index(retrieval, vault)  # unchanged documents are not read again
+    again = await index_vault(retrieval, vault)  # unchanged documents are not read again
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 5, 0)
 
 
@@ -150,10 +143,10 @@ async def test_a_forgotten_pdf_stays_forgotten_until_it_changes(
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Lease.pdf").write_bytes(pdf_bytes(LEASE_PAGES))
-    await index(retrieval, vault)
+    await index_vault(retrieval, vault)
     receipt = await retrieval.DeleteNote(retrieval_pb2.DeleteNoteRequest(note="Lease.pdf"))
     assert receipt.tombstoned
-    again = await index(retrieval, vault)
+    again = await index_vault(retrieval, vault)
     assert {s.path for s in again.skipped} == {"Lease.pdf"} and again.added == 0
     (vault / "Lease.pdf").write_bytes(pdf_bytes([*LEASE_PAGES, "Addendum: a cat is allowed."]))
-    assert (await index(retrieval, vault)).added == 1
+    assert (await index_vault(retrieval, vault)).added == 1

@@ -15,7 +15,7 @@ from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.ingest import audio
 from memex.retrieval.ingest.audio import Spoken, Transcriber, clock, sections
 from memex.retrieval.server import build as build_retrieval
-from memex.retrieval.testing import ESPEAK, MEMO_PADLOCK, MEMO_RAMBLE, speak
+from memex.retrieval.testing import ESPEAK, MEMO_PADLOCK, MEMO_RAMBLE, index_vault, speak
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.retrieval.whisper_models import CATALOGUE
 from memex.shared.testing import require, serving
@@ -94,21 +94,13 @@ async def retrieval_tiny(tmp_path: Path, embedding_addr: str) -> AsyncIterator[S
         yield retrieval_pb2_grpc.RetrievalServiceStub(channel)
 
 
-async def index(stub: Stub, vault: Path) -> retrieval_pb2.IndexSummary:
-    last = None
-    async for message in stub.IndexVault(retrieval_pb2.IndexVaultRequest(vault_path=str(vault))):
-        last = message
-    assert last is not None and last.HasField("summary")
-    return last.summary
-
-
 async def test_a_memo_is_indexed_cited_to_its_time_and_not_transcribed_again(
     retrieval_tiny: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = tmp_path / "vault"
     spoken_memo(vault / "memos/2026-03-14 walk memo.wav")
     (vault / "memos/broken.m4a").write_bytes(b"not audio at all")
-    summary = await index(retrieval_tiny, vault)
+    summary = await index_vault(retrieval_tiny, vault)
     assert summary.added == 1
     assert {s.path for s in summary.skipped} == {"memos/broken.m4a"}
 
@@ -125,5 +117,5 @@ async def test_a_memo_is_indexed_cited_to_its_time_and_not_transcribed_again(
         raise AssertionError("an unchanged memo was transcribed again")
 
     monkeypatch.setattr(audio.Transcriber, "transcribe", never)
-    again = await index(retrieval_tiny, vault)
+    again = await index_vault(retrieval_tiny, vault)
     assert (again.added, again.updated, again.unchanged) == (0, 0, 1)

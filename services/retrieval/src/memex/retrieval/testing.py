@@ -24,6 +24,7 @@ import numpy as np
 
 from memex.retrieval.search import Tuning
 from memex.retrieval.store.base import Chunk, Link, Note, Record, link_key
+from memex.retrieval.v1 import retrieval_pb2
 
 DIM = 8
 
@@ -308,3 +309,13 @@ def to_m4a(wav: Path, m4a: Path) -> Path:
             out.mux(stream.encode(frame))
         out.mux(stream.encode(None))
     return m4a
+
+
+async def index_vault(stub: Any, vault: Path) -> Any:
+    """Runs IndexVault on a retrieval stub to the end; its summary (``IndexSummary``)."""
+    last = None
+    async for message in stub.IndexVault(retrieval_pb2.IndexVaultRequest(vault_path=str(vault))):
+        last = message
+    assert last is not None, "IndexVault sent nothing"
+    assert last.HasField("summary"), "IndexVault ended without a summary"
+    return last.summary
