@@ -62,7 +62,7 @@ export HF_HUB_OFFLINE := 1
 export MEMEX_CACHE_DIR := $(CACHE)
 export MEMEX_WEAVIATE_BINARY := $(WEAVIATE_BIN)
 
-.PHONY: help install models weaviate ghz browser espeak prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words bench-ask-speed load chaos eval clean
+.PHONY: help install models weaviate ghz browser espeak prometheus postgres observe protos protos-check dashboard deploy-check images lint fmt test test-fast up down status demo bench bench-embedding bench-embedders bench-retrieval bench-store bench-reasoner bench-orchestrator bench-gateway bench-first-words bench-ask-speed bench-index load chaos eval clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -314,6 +314,9 @@ bench-first-words: install models ## Chat and ask time to first words, real mode
 
 bench-ask-speed: install models ## Ask and chat speed on 600 til notes: this checkout's answer path against the one before issue 35
 	$(PY) benchmarks/bench_ask_speed.py $(BENCH_ASK_SPEED_ARGS)
+
+bench-index: install models ## Indexing speed and retrieval on the til vault, fp32 against int8 MiniLM (BENCH_INDEX_ARGS="--notes 600")
+	$(PY) benchmarks/bench_index.py $(BENCH_INDEX_ARGS)
 
 bench-gateway: install models ## Gateway SSE overhead against the orchestrator's gRPC stream; 200 concurrent streams
 	$(PY) benchmarks/bench_gateway.py $(BENCH_GATEWAY_ARGS)
