@@ -14,6 +14,7 @@ from memex.retrieval.testing import (
     index_vault,
     mail,
     pdf_bytes,
+    write,
     write_documents_vault,
     write_mailbox,
 )
@@ -150,3 +151,24 @@ async def test_a_forgotten_pdf_stays_forgotten_until_it_changes(
     assert {s.path for s in again.skipped} == {"Lease.pdf"} and again.added == 0
     (vault / "Lease.pdf").write_bytes(pdf_bytes([*LEASE_PAGES, "Addendum: a cat is allowed."]))
     assert (await index_vault(retrieval, vault)).added == 1
+
+
+async def test_the_people_in_mail_have_it_in_their_timeline(
+    retrieval: Stub, tmp_path: Path
+) -> None:
+    vault = write_documents_vault(tmp_path / "vault")
+    write(
+        vault,
+        "records/entities.jsonl",
+        '{"id": "ron", "name": "Ron Hale", "kind": "person"}\n'
+        '{"id": "gord", "name": "Gord Fitzpatrick", "kind": "person"}\n',
+    )
+    await index_vault(retrieval, vault)
+    for entity, citation in (
+        ("ron", "[[Allotment.mbox]] (Plot rent — Ron Hale, 2026-11-08)"),
+        ("gord", "[[Porch quote]]"),
+    ):
+        timeline = await retrieval.PersonTimeline(
+            retrieval_pb2.PersonTimelineRequest(entity_id=entity)
+        )
+        assert citation in [e.item.citation for e in timeline.entries], entity

@@ -10,7 +10,7 @@ from typing import Any
 from memex.retrieval.fusion import ChannelHit
 from memex.retrieval.ingest.indexer import Indexer
 from memex.retrieval.ingest.records_io import build_record, entity_matcher
-from memex.retrieval.search import Item, chunk_item, record_item
+from memex.retrieval.search import Item, chunk_item, fill_chunk, record_item
 from memex.retrieval.store.base import Condition, Record, SearchFilter, Sort, Store
 from memex.retrieval.store.filters import check_condition, check_field
 from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
@@ -112,7 +112,7 @@ class Records:
         views = await self._store.get_chunks(tenant, [h.id for h in hits])
         for view in views.values():
             item = chunk_item(view.id, view.note, [ChannelHit("graph", 0, 1.0)], 0.0)
-            item.text, item.heading = view.text, view.heading
+            fill_chunk(item, view.text, view.heading)
             items.append(item)
         items.sort(key=lambda i: (i.date == "", i.date, i.id))
         resolved = (await self.resolve(tenant, [entity]))[0]

@@ -409,12 +409,17 @@ class Searcher:
                 view = views.get(item.id)
                 if view is None:
                     continue
-                item.text, item.heading = view.text, view.heading
-                # A document's chunk lies on one page (one message): its citation names it.
-                item.citation += locator(item.path, view.heading)
+                fill_chunk(item, view.text, view.heading)
                 item.attributes.update(start=view.start, end=view.end)
             out.append(item)
         return out
+
+
+def fill_chunk(item: Item, text: str, heading: str) -> None:
+    """A chunk item's text and heading, once read. A document's chunk lies on one page, one
+    message or one stretch of a memo, and its citation names it (``documents.locator``)."""
+    item.text, item.heading = text, heading
+    item.citation += locator(item.path, heading)
 
 
 def chunk_item(chunk_id: str, note: NoteMeta, channels: list[ChannelHit], fused: float) -> Item:
