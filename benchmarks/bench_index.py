@@ -2,6 +2,8 @@
 
     python benchmarks/bench_index.py                  # the whole til vault, fp32 and int8 MiniLM
     python benchmarks/bench_index.py --notes 600 --embedders all-MiniLM-L6-v2
+    python benchmarks/bench_index.py --embedders all-MiniLM-L6-v2 \
+        all-MiniLM-L6-v2,MEMEX_RETRIEVAL_EMBED_BATCH=128      # a variant: settings after commas
 
 The vault: the first ``--notes`` notes of the til vault (``../shared/eval/til-vault``, real notes
 by one person, never copied into the repository; 0 = all 1,871), written outside the checkout.
@@ -43,9 +45,14 @@ def build_vault(out: Path, notes: int) -> int:
     return len(picked)
 
 
-def measure(vault: Path, data: Path, embedder: str) -> dict[str, float]:
-    """Indexes ``vault`` fresh on a private stack with ``embedder``; its figures."""
-    env = private_stack_env(data, MEMEX_START_TIMEOUT_SECONDS="300", MEMEX_EMBEDDING_MODEL=embedder)
+def measure(vault: Path, data: Path, variant: str) -> dict[str, float]:
+    """Indexes ``vault`` fresh on a private stack with the variant's embedder (and its
+    ``,KEY=VALUE`` settings); its figures."""
+    embedder, *settings = variant.split(",")
+    extra = dict(setting.split("=", 1) for setting in settings)
+    env = private_stack_env(
+        data, MEMEX_START_TIMEOUT_SECONDS="300", MEMEX_EMBEDDING_MODEL=embedder, **extra
+    )
     cli(env, "up")
     try:
         summary = json.loads(cli(env, "index", str(vault), "--json"))
@@ -81,18 +88,18 @@ def main() -> None:
         count = build_vault(vault, args.notes)
         print(f"{count} til notes", file=sys.stderr)
         for embedder in args.embedders:
-            results[embedder] = measure(vault, Path(tmp) / f"data-{embedder}", embedder)
+            results[embedder] = measure(vault, Path(tmp) / f"data-{len(results)}", embedder)
             print(f"{embedder}: {results[embedder]}", file=sys.stderr)
     base = next(iter(results.values()))
     print(f"{count} til notes; the whole index, fresh; retrieval on {QUESTIONS.name} (--search)")
     print(
-        f"{'embedder':<22} {'chunks':>7} {'seconds':>8} {'chunks/s':>15} {'embedding':>10} "
+        f"{'embedder':<48} {'chunks':>7} {'seconds':>8} {'chunks/s':>15} {'embedding':>10} "
         f"{'gold@1':>7} {'gold@10':>8} {'MRR':>6}"
     )
     for name, row in results.items():
         ratio = row["chunks_per_s"] / base["chunks_per_s"]
         print(
-            f"{name:<22} {row['chunks']:>7.0f} {row['seconds']:>8.1f} "
+            f"{name:<48} {row['chunks']:>7.0f} {row['seconds']:>8.1f} "
             f"{row['chunks_per_s']:>8.1f} ({ratio:.2f}) {row['embed_share']:>9.0%} "
             f"{row['gold_at_1']:>7.2f} {row['gold_at_10']:>8.2f} {row['mrr']:>6.3f}"
         )
