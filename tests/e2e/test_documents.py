@@ -61,12 +61,17 @@ def documents_stack(
 def test_index_reads_every_kind_and_says_why_it_skipped_the_rest(
     documents_stack: tuple[dict[str, str], str],
 ) -> None:
-    _, report = documents_stack
+    env, report = documents_stack
     summary = json.loads(report)
     assert int(summary["added"]) == 6, summary
     skipped = {s["path"]: s["reason"] for s in summary["skipped"]}
     assert set(skipped) == {"Scan.pdf", "Locked.pdf", "Broken.pdf", "empty.html"}, skipped
     assert "password" in skipped["Locked.pdf"]
+    # `memex status` keeps saying what was skipped and why after the report has scrolled away.
+    status = json.loads(memex(COMMAND, env, "status", "--json"))
+    kept = {s["path"]: s["reason"] for s in status["last_index"][""]["skipped"]}
+    assert kept == skipped
+    assert f"  skipped Locked.pdf: {skipped['Locked.pdf']}" in memex(COMMAND, env, "status")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from memex.gateway.cli import rpc
+from memex.gateway.cli import index_report, rpc
 from memex.gateway.stack import StackSettings
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -78,6 +78,7 @@ def index_command(args: argparse.Namespace, settings: StackSettings) -> int:
     result = _call(settings, body)
     if isinstance(result, int):
         return result
+    index_report.save(settings, args.tenant, path, result)
     if args.json:
         print(
             json.dumps(json_format.MessageToDict(result, always_print_fields_with_no_presence=True))

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memex.gateway.cli import index_report
 from memex.gateway.stack import StackSettings, stack_services
 from memex.gateway.supervisor import (
     Supervisor,
@@ -150,6 +151,7 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
         }
         for name in services
     }
+    indexed = index_report.load(settings)
     if args.json:
         pid = state["pid"] if state else None
         summary = {
@@ -157,6 +159,7 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
             "supervisor_pid": pid,
             "web_url": settings.web_url,
             "services": report,
+            "last_index": indexed,
         }
         _print(json.dumps(summary, indent=2))
     else:
@@ -168,6 +171,8 @@ def status(args: argparse.Namespace, settings: StackSettings) -> int:
             )
         if state:
             _print(f"web chat: {settings.web_url}")
+            for line in index_report.render(indexed):
+                _print(line)
     healthy = all(s["health"] == "SERVING" for s in report.values())
     if state is None:
         return EXIT_NOT_RUNNING
