@@ -56,6 +56,17 @@ def test_a_web_page_keeps_its_main_text_and_title(tmp_path: Path) -> None:
     assert "Subscribe" not in read.text and "All rights reserved" not in read.text
 
 
+def test_a_web_page_in_another_charset_reads_as_it_declares(tmp_path: Path) -> None:
+    page = (
+        '<html><head><meta charset="iso-8859-1"><title>Crème brûlée</title></head><body>'
+        "<article><p>Bake the crème brûlée at 150 °C for forty minutes, then chill it for two "
+        "hours before the sugar goes on top and is caramelised.</p></article></body></html>"
+    )
+    read = documents.extract(tmp_path / "brulee.html", page.encode("latin-1"))
+    assert read.text is not None
+    assert "title: Crème brûlée" in read.text and "150 °C" in read.text
+
+
 def test_a_mailbox_has_a_section_per_message_with_its_people(tmp_path: Path) -> None:
     path = write_mailbox(
         tmp_path / "Allotment.mbox",

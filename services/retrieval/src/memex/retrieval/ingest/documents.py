@@ -33,6 +33,7 @@ import pypdf
 import trafilatura
 import yaml
 from pypdf.errors import PyPdfError
+from trafilatura.utils import decode_file
 
 # pypdf logs every malformed object it works around (a person's PDFs often are malformed), and
 # trafilatura each page it finds no text in; the index report says what was skipped and why.
@@ -174,7 +175,7 @@ def _opens_without_password(reader: pypdf.PdfReader) -> bool:
 
 
 def _html(name: str, data: bytes) -> Extracted:
-    html = data.decode("utf-8", errors="replace")
+    html = decode_file(data)  # the charset the page declares, else a detected one
     text = trafilatura.extract(html, output_format="markdown", include_comments=False)
     if not text or not text.strip():
         return Extracted(None, "a web page without main text (empty, or only scripts)")
