@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.ingest import documents
+from memex.retrieval.ingest.vault import scan
 from memex.retrieval.testing import (
     CLIPPING,
     LEASE_PAGES,
@@ -183,3 +185,12 @@ async def test_the_people_in_mail_have_it_in_their_timeline(
             retrieval_pb2.PersonTimelineRequest(entity_id=entity)
         )
         assert citation in [e.item.citation for e in timeline.entries], entity
+
+
+def test_a_documents_suffix_matches_in_any_case(tmp_path: Path) -> None:
+    for name in ("Lease.PDF", "memos/Walk.M4A", "Note.md", "photo.JPG", "drafts/Old.Pdf"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    include = RetrievalSettings().include
+    found = scan(tmp_path, include, ["drafts/*"], "records")
+    assert sorted(f.rel for f in found.notes) == ["Lease.PDF", "Note.md", "memos/Walk.M4A"]

@@ -17,7 +17,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from memex.retrieval.ingest.documents import content_id, is_document
 from memex.shared.errors import InvalidArgument
@@ -93,8 +93,11 @@ def templates(vault: Path) -> dict[str, str]:
 
 
 def _matches(rel: str, patterns: list[str]) -> bool:
-    """fnmatch on the vault-relative path; ``*`` crosses folders (``*.md``, ``drafts/*``)."""
-    return any(fnmatch.fnmatch(rel, p) for p in patterns)
+    """fnmatch on the vault-relative path; ``*`` crosses folders (``*.md``, ``drafts/*``). The
+    file's suffix matches in any case: cameras, phones and Windows write ``Scan.PDF``."""
+    suffix = PurePosixPath(rel).suffix
+    either = {rel, rel[: len(rel) - len(suffix)] + suffix.lower()}
+    return any(fnmatch.fnmatchcase(name, p) for name in either for p in patterns)
 
 
 def scan(vault: Path, include: list[str], exclude: list[str], records_folder: str) -> Scan:
