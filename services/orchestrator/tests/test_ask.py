@@ -342,12 +342,15 @@ async def test_a_space_streamed_alone_reaches_the_reader(tmp_path: Path) -> None
 async def test_a_model_that_loops_is_stopped_at_the_first_repeat(tmp_path: Path) -> None:
     loop = ["The deposit is £800 [1]. ", "Dana is the landlord [4]. "] * 20
     model = reasoner(loop)
-    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
-        "me", "deposit?", include_sensitive=True
-    )
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    result = await o.asker.ask("me", "deposit?", include_sensitive=True)
     assert (
         result.answer == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
     )
+    # Stopped on purpose, and audited so: not "cancelled", which says the reader went away.
+    rows = o.store.query("SELECT outcome, response FROM llm_log WHERE purpose = 'ask_synthesize'")
+    assert [r["outcome"] for r in rows] == ["stopped"]
+    assert rows[0]["response"].count("The deposit is £800") == 2  # what the model wrote, kept
 
 
 async def test_a_quote_is_graded_against_the_chunk_that_holds_it(tmp_path: Path) -> None:

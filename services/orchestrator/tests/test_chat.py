@@ -253,6 +253,7 @@ async def test_a_looping_reply_is_cut_at_the_repeat(tmp_path: Path) -> None:
     events = await collect(o.chatter, "", "hello")
     _, messages = o.store.get_conversation("me", events[0].conversation_id)  # type: ignore[union-attr]
     assert messages[1].text == "I am here for you today. Tell me more about it."
+    assert [r["outcome"] for r in o.store.query("SELECT outcome FROM llm_log")] == ["stopped"]
 
 
 async def test_chat_sizes_its_sources_to_what_the_model_reads_in_the_first_words_time(

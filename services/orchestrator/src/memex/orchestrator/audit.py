@@ -31,6 +31,13 @@ from memex.shared.logs import request_id_var
 
 log = logging.getLogger(__name__)
 
+
+class StopGenerating(Exception):
+    """Thrown into ``AuditedReasoner.stream`` by its reader to end the reply on purpose (the
+    model repeats itself): the model is stopped and the call audited as ``stopped``, where a
+    reader that goes away leaves it ``cancelled``."""
+
+
 MODEL_CALLS = Counter(
     "memex_orchestrator_model_calls_total",
     "Audited model calls by purpose and outcome.",
@@ -102,6 +109,8 @@ class AuditedReasoner:
                     parts.append(delta)
                     yield delta
             outcome = "ok"
+        except StopGenerating:
+            outcome = "stopped"
         except (asyncio.CancelledError, GeneratorExit):
             outcome = "cancelled"
             raise

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 
 from memex.orchestrator.answers import ReplyStream
-from memex.orchestrator.audit import AuditedReasoner
+from memex.orchestrator.audit import AuditedReasoner, StopGenerating
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.metrics import STAGE_SECONDS
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
@@ -83,7 +83,9 @@ class Generator:
                         STAGE_SECONDS.labels(first_words).observe(time.perf_counter() - started)
                         started = None
                     yield text
-                if reply.looping:
-                    break  # the model is repeating itself: stop it here
+                if reply.looping:  # the model is repeating itself: stop it here, on purpose
+                    with contextlib.suppress(StopAsyncIteration, StopGenerating):
+                        await generated.athrow(StopGenerating())
+                    break
         if text := reply.finish():
             yield text
