@@ -80,20 +80,21 @@ def test_index_reads_every_kind_and_says_why_it_skipped_the_rest(
         (
             "How much does the new padlock for the allotment shed cost?",
             r"12",
-            "[[2026-03-14 walk memo]] 00:",
+            # The padlock comes after the ramble: a time past the memo's start.
+            r"\[\[2026-03-14 walk memo\]\] 00:(?!00)\d\d",
         ),
         (
             "Which scheme protects my tenancy deposit?",
             r"Deposit Protection Service",
-            "[[Lease.pdf]] p. 3",
+            re.escape("[[Lease.pdf]] p. 3"),
         ),
-        ("How much sugar goes into my kombucha?", r"200 ?g", "[[Kombucha at home]]"),
+        ("How much sugar goes into my kombucha?", r"200 ?g", re.escape("[[Kombucha at home]]")),
         (
             "How much is Ron asking for the half-plot rent in 2027?",
             r"55",
-            "[[Allotment.mbox]] (Plot rent — Ron Hale, 2026-11-08)",
+            re.escape("[[Allotment.mbox]] (Plot rent — Ron Hale, 2026-11-08)"),
         ),
-        ("What did Gord quote for screening the porch?", r"\$4,200", "[[Porch quote]]"),
+        ("What did Gord quote for screening the porch?", r"\$4,200", re.escape("[[Porch quote]]")),
     ],
 )
 def test_a_question_about_each_kind_is_answered_from_it_and_cited_to_the_place(
@@ -103,7 +104,5 @@ def test_a_question_about_each_kind_is_answered_from_it_and_cited_to_the_place(
     result = json.loads(memex(COMMAND, env, "ask", question, "--json"))
     assert not result.get("abstained"), result
     assert re.search(fact, result["answer"]), result["answer"]
-    refs = [c["ref"] for c in result["citations"]]
-    assert any(r.startswith(ref) for r in refs), result
-    assert ref in result["answer"], result["answer"]
-    assert "[[2026-03-14 walk memo]] 00:00" not in refs  # the padlock comes after the ramble
+    assert any(re.fullmatch(ref, c["ref"]) for c in result["citations"]), result
+    assert re.search(ref, result["answer"]), result["answer"]

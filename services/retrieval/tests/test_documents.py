@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.ingest import documents
 from memex.retrieval.ingest.vault import scan
@@ -125,7 +127,7 @@ def test_unreadable_documents_say_why(tmp_path: Path) -> None:
 
 
 async def test_documents_are_indexed_cited_to_page_and_message_and_skipped_with_reasons(
-    retrieval: Stub, tmp_path: Path
+    retrieval: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = write_documents_vault(tmp_path / "vault")
     summary = await index_vault(retrieval, vault)
@@ -147,7 +149,17 @@ async def test_documents_are_indexed_cited_to_page_and_message_and_skipped_with_
     assert porch.citation == "[[Porch quote]]"
     assert "Gord Fitzpatrick" in porch.text
 
-    again = await index_vault(retrieval, vault)  # unchanged documents are not read again
+    parsed: list[str] = []
+    real_extract = documents.extract
+
+    def extract(path: Path, data: bytes) -> documents.Extracted:
+        parsed.append(path.name)
+        return real_extract(path, data)
+
+    monkeypatch.setattr(documents, "extract", extract)
+    again = await index_vault(retrieval, vault)
+    # Unchanged documents are not parsed again; only those skipped (no fingerprint) are.
+    assert sorted(parsed) == ["Broken.pdf", "Locked.pdf", "Scan.pdf", "empty.html"]
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 5, 0)
 
 

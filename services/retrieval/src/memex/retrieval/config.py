@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from memex.retrieval.fusion import Fusion
+from memex.retrieval.ingest.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES
 from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
 from memex.shared.settings import ServiceSettings, default_data_dir
 
@@ -121,11 +122,7 @@ class RetrievalSettings(ServiceSettings):
         "records", description="Vault folder holding <collection>.jsonl record files."
     )
     include: list[str] = Field(
-        default=[
-            "*.md",
-            *(f"*.{suffix}" for suffix in ("pdf", "html", "htm", "eml", "mbox")),
-            *(f"*.{suffix}" for suffix in ("m4a", "mp3", "wav", "ogg", "opus", "webm", "flac")),
-        ],
+        default=["*.md", *(f"*{suffix}" for suffix in sorted(DOCUMENT_SUFFIXES))],
         description="fnmatch patterns of vault-relative paths to index (* crosses folders): "
         "Markdown notes, and PDFs, saved web pages, mail and voice memos, read as notes.",
     )
@@ -136,7 +133,7 @@ class RetrievalSettings(ServiceSettings):
         2 * 1024 * 1024, gt=0, description="Larger notes are skipped as too big."
     )
     max_document_bytes: int = Field(
-        1024 * 1024 * 1024,
+        MAX_DOCUMENT_BYTES,
         gt=0,
         description="Larger PDFs, web pages, mailboxes and voice memos are skipped as too big.",
     )

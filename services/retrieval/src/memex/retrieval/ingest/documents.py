@@ -40,6 +40,8 @@ from trafilatura.utils import decode_file
 for _chatty in ("pypdf", "trafilatura"):
     logging.getLogger(_chatty).setLevel(logging.ERROR)
 
+MAX_DOCUMENT_BYTES = 1024 * 1024 * 1024
+"""Larger documents are skipped (the default of ``MEMEX_RETRIEVAL_MAX_DOCUMENT_BYTES``)."""
 EXTRACTOR_VERSION = "1"
 """Part of every document's fingerprint: a change here re-reads every document."""
 AUDIO_SUFFIXES = frozenset({".m4a", ".mp3", ".wav", ".ogg", ".opus", ".webm", ".flac"})

@@ -68,7 +68,7 @@ class IndexOptions:
     max_file_bytes: int
     embed_batch: int
     concurrency: int = 2
-    max_document_bytes: int = 64 * 1024 * 1024
+    max_document_bytes: int = documents.MAX_DOCUMENT_BYTES
     whisper_model_dir: Path | None = None
     """The Whisper model that transcribes voice memos; None: they are skipped."""
     whisper_threads: int = 0

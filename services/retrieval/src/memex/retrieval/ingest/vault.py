@@ -16,11 +16,16 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from memex.retrieval.ingest.documents import content_id, is_document
 from memex.shared.errors import InvalidArgument
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -148,15 +153,24 @@ def scan(vault: Path, include: list[str], exclude: list[str], records_folder: st
     return result
 
 
-def read_bytes(file: VaultFile, max_bytes: int) -> tuple[bytes | None, float, str]:
-    """(data, mtime, reason): data is None when the file is skipped, with the reason."""
+def _read_with(
+    file: VaultFile, max_bytes: int, read: Callable[[BufferedReader], T]
+) -> tuple[T | None, float, str]:
+    """(what ``read`` makes of the open file, mtime, reason): None when the file is too large
+    or unreadable, with the reason."""
     try:
         stat = file.path.stat()
         if stat.st_size > max_bytes:
             return None, 0.0, f"too large ({stat.st_size} bytes, the limit is {max_bytes})"
-        return file.path.read_bytes(), stat.st_mtime, ""
+        with file.path.open("rb") as opened:
+            return read(opened), stat.st_mtime, ""
     except OSError as exc:
         return None, 0.0, f"unreadable: {exc.strerror or exc}"
+
+
+def read_bytes(file: VaultFile, max_bytes: int) -> tuple[bytes | None, float, str]:
+    """(data, mtime, reason): data is None when the file is skipped, with the reason."""
+    return _read_with(file, max_bytes, lambda opened: opened.read())
 
 
 def read_text(file: VaultFile, max_bytes: int) -> tuple[str | None, float, str]:
@@ -176,15 +190,11 @@ def read_content(file: VaultFile, max_bytes: int) -> tuple[str | None, float, st
     text (``read_text``), or a document's digest (``documents.content_id``)."""
     if not is_document(file.rel):
         return read_text(file, max_bytes)
-    try:  # streamed: a long recording need not sit in memory to be recognised
-        stat = file.path.stat()
-        if stat.st_size > max_bytes:
-            return None, 0.0, f"too large ({stat.st_size} bytes, the limit is {max_bytes})"
-        with file.path.open("rb") as opened:
-            digest = hashlib.file_digest(opened, "sha256").hexdigest()
-    except OSError as exc:
-        return None, 0.0, f"unreadable: {exc.strerror or exc}"
-    return content_id(digest), stat.st_mtime, ""
+    # Streamed: a long recording need not sit in memory to be recognised.
+    digest, mtime, reason = _read_with(
+        file, max_bytes, lambda opened: hashlib.file_digest(opened, "sha256").hexdigest()
+    )
+    return (content_id(digest) if digest is not None else None), mtime, reason
 
 
 # A UTF-8 sequence of two to four bytes: a file that has one is UTF-8 with a few bad bytes.
