@@ -12,9 +12,10 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Encoding
 
 from memex.embedding.errors import ModelNotPrepared
+from memex.shared import onnx_text
 from memex.shared.errors import FailedPrecondition
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,8 @@ class OnnxEmbedder:
         intra_op_threads: int = 0,
         spin_wait: bool = False,
     ) -> None:
-        for name in ("model.onnx", "tokenizer.json"):
-            if not (model_dir / name).is_file():
-                raise ModelNotPrepared(str(model_dir), name)
+        if missing := onnx_text.missing_file(model_dir):
+            raise ModelNotPrepared(str(model_dir), missing)
         metadata = _read_metadata(model_dir)
         self.model_id = model_id or str(metadata.get("model_id") or model_dir.name)
         self.max_tokens = max_tokens
@@ -74,24 +74,17 @@ class OnnxEmbedder:
         self._normalize = normalize
         self._batch_size = batch_size
 
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=max_tokens)
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if intra_op_threads:
-            options.intra_op_num_threads = intra_op_threads
-        options.add_session_config_entry(
-            "session.intra_op.allow_spinning", "1" if spin_wait else "0"
+        self._model = onnx_text.OnnxTextModel(
+            onnx_text.load_tokenizer(model_dir / onnx_text.TOKENIZER_FILE, max_tokens),
+            onnx_text.open_session(
+                model_dir / onnx_text.MODEL_FILE,
+                providers=providers,
+                intra_op_threads=intra_op_threads,
+                spin_wait=spin_wait,
+            ),
         )
-        self._session = ort.InferenceSession(
-            str(model_dir / "model.onnx"), sess_options=options, providers=list(providers)
-        )
-        self.providers = self._session.get_providers()
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        output_shape = self._session.get_outputs()[0].shape
-        self.dimension = int(output_shape[-1])
+        self.providers = self._model.session.get_providers()
+        self.dimension = int(self._model.output_shape[-1])
         log.info(
             "loaded %s (%d dims, %s) from %s",
             self.model_id,
@@ -102,7 +95,7 @@ class OnnxEmbedder:
 
     def embed(self, texts: Sequence[str]) -> EmbedResult:
         """Embeds ``texts``; each gets a unit vector (when normalising) of ``dimension`` floats."""
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        encodings = self._model.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         vectors = np.empty((len(texts), self.dimension), dtype=np.float32)
         # Similar lengths in one batch waste little compute on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
@@ -116,24 +109,8 @@ class OnnxEmbedder:
         )
 
     def _run(self, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n] = encoding.ids
-            mask[row, :n] = 1
-            types[row, :n] = encoding.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        if hidden.ndim == 2:  # the export pooled already
-            pooled = hidden
-        elif self._pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        hidden, mask = self._model.run(encodings)
+        pooled = onnx_text.pool(hidden, mask, self._pooling)
         if self._normalize:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             pooled = pooled / np.maximum(norms, 1e-12)

@@ -17,14 +17,12 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
-from tokenizers import Encoding, Tokenizer
 
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.rerank import Reranker
+from memex.shared import onnx_text
 from memex.shared.errors import FailedPrecondition
 
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SETTING = "MEMEX_RETRIEVAL_RERANK_MODEL_DIR"
 
 
@@ -32,66 +30,36 @@ class RerankModelError(FailedPrecondition):
     """The configured rerank model cannot be used; the message says what to fix."""
 
 
-class _OnnxModel:
-    """A tokenizer and an ONNX session whose inputs are BERT-style token tensors."""
-
-    def __init__(self, model_dir: Path, max_tokens: int, threads: int, *, pairs: bool) -> None:
-        for name in ("model.onnx", "tokenizer.json"):
-            if not (model_dir / name).is_file():
-                raise RerankModelError(
-                    f"{SETTING}={model_dir} has no {name}: put the rerank model's model.onnx "
-                    "and tokenizer.json there, or set MEMEX_RETRIEVAL_RERANK=off"
-                )
-        try:
-            self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        except Exception as exc:  # the library raises plain Exception subclasses
-            raise RerankModelError(
-                f"{model_dir / 'tokenizer.json'} is not a tokenizers JSON file: {exc}"
-            ) from exc
-        self.tokenizer.no_padding()
-        # Cut the passage, never the query: the pair is only meaningful with the whole question.
-        strategy = "only_second" if pairs else "longest_first"
-        self.tokenizer.enable_truncation(max_length=max_tokens, strategy=strategy)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
+def _open_model(
+    model_dir: Path, max_tokens: int, threads: int, *, pairs: bool
+) -> onnx_text.OnnxTextModel:
+    """The tokenizer and session of a rerank model, checked: each failure names what to fix."""
+    if missing := onnx_text.missing_file(model_dir):
+        raise RerankModelError(
+            f"{SETTING}={model_dir} has no {missing}: put the rerank model's model.onnx "
+            "and tokenizer.json there, or set MEMEX_RETRIEVAL_RERANK=off"
+        )
+    model_path = model_dir / onnx_text.MODEL_FILE
+    tokenizer_path = model_dir / onnx_text.TOKENIZER_FILE
+    # Cut the passage, never the query: the pair is only meaningful with the whole question.
+    strategy: Literal["only_second", "longest_first"] = "only_second" if pairs else "longest_first"
+    try:
+        tokenizer = onnx_text.load_tokenizer(tokenizer_path, max_tokens, strategy=strategy)
+    except Exception as exc:  # the library raises plain Exception subclasses
+        raise RerankModelError(f"{tokenizer_path} is not a tokenizers JSON file: {exc}") from exc
+    try:
         # Spinning threads would steal the cores the store and the embedding service need.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = ort.InferenceSession(
-                str(model_dir / "model.onnx"),
-                sess_options=options,
-                providers=["CPUExecutionProvider"],
-            )
-        except Exception as exc:  # onnxruntime's errors have no common public base
-            raise RerankModelError(
-                f"{model_dir / 'model.onnx'} cannot be loaded by ONNX Runtime: {exc}"
-            ) from exc
-        names = [i.name for i in self.session.get_inputs()]
-        unknown = [n for n in names if n not in INPUTS]
-        if unknown or "input_ids" not in names:
-            raise RerankModelError(
-                f"{model_dir / 'model.onnx'} takes inputs {names}; a rerank model must take "
-                f"input_ids and optionally attention_mask and token_type_ids"
-            )
-        self.inputs = set(names)
-        self.output_rank = len(self.session.get_outputs()[0].shape)
-
-    def run(self, encodings: Sequence[Encoding]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """The first output for a padded batch, and the attention mask used."""
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n] = encoding.ids
-            mask[row, :n] = 1
-            types[row, :n] = encoding.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        out = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0]
-        return np.asarray(out), mask
+        session = onnx_text.open_session(model_path, intra_op_threads=threads, spin_wait=False)
+    except Exception as exc:  # onnxruntime's errors have no common public base
+        raise RerankModelError(f"{model_path} cannot be loaded by ONNX Runtime: {exc}") from exc
+    names = [i.name for i in session.get_inputs()]
+    unknown = [n for n in names if n not in onnx_text.INPUTS]
+    if unknown or "input_ids" not in names:
+        raise RerankModelError(
+            f"{model_path} takes inputs {names}; a rerank model must take "
+            f"input_ids and optionally attention_mask and token_type_ids"
+        )
+    return onnx_text.OnnxTextModel(tokenizer, session)
 
 
 def _batched(count: int, lengths: Sequence[int], size: int) -> list[list[int]]:
@@ -107,7 +75,7 @@ class CrossEncoder:
         self, model_dir: Path, *, max_tokens: int = 512, batch_size: int = 16, threads: int = 0
     ) -> None:
         self.name = f"cross-encoder:{model_dir.name}"
-        self._model = _OnnxModel(model_dir, max_tokens, threads, pairs=True)
+        self._model = _open_model(model_dir, max_tokens, threads, pairs=True)
         self._batch = batch_size
         probe = self._model.run(self._model.tokenizer.encode_batch([("query", "passage")]))[0]
         if probe.size != 1:
@@ -143,13 +111,14 @@ class BiEncoderRescorer:
         threads: int = 0,
     ) -> None:
         self.name = f"bi-encoder:{model_dir.name}"
-        self._model = _OnnxModel(model_dir, max_tokens, threads, pairs=False)
+        self._model = _open_model(model_dir, max_tokens, threads, pairs=False)
         self._pooling = pooling
         self._prefix = query_prefix
         self._batch = batch_size
-        if self._model.output_rank not in (2, 3):
+        rank = len(self._model.output_shape)
+        if rank not in (2, 3):
             raise RerankModelError(
-                f"{model_dir / 'model.onnx'}'s first output has rank {self._model.output_rank}; "
+                f"{model_dir / 'model.onnx'}'s first output has rank {rank}; "
                 "a sentence encoder gives [batch, sequence, hidden] or pooled [batch, hidden]"
             )
 
@@ -158,13 +127,7 @@ class BiEncoderRescorer:
         rows: list[npt.NDArray[Any]] = [np.empty(0)] * len(texts)
         for batch in _batched(len(texts), [len(e.ids) for e in encodings], self._batch):
             hidden, mask = self._model.run([encodings[i] for i in batch])
-            if hidden.ndim == 2:  # the export pooled already
-                pooled = hidden
-            elif self._pooling == "cls":
-                pooled = hidden[:, 0]
-            else:
-                weights = mask[:, :, None].astype(np.float32)
-                pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled = onnx_text.pool(hidden, mask, self._pooling)
             for row, index in enumerate(batch):
                 rows[index] = pooled[row]
         vectors = np.stack(rows).astype(np.float32)
