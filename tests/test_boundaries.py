@@ -5,13 +5,21 @@
 - a surface (``memex.gateway``: HTTP, MCP, the CLI) talks to stages only through their gRPC
   contracts (``memex.<stage>.v1``), never through a stage's internals;
 - a stage imports no surface and no other stage's internals.
+
+An import is any of: ``import m`` and ``from m import x`` (inside functions too), relative imports
+resolved against the file's package, and a module run with ``python -m`` from a string (``"-m
+memex.x"`` in one string, or ``"-m", "memex.x"`` side by side in a list, a tuple or a call's
+arguments), since running a module couples to its path as much as importing it does. Docstrings
+do not count: they say how to run a module, not that the code does.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import re
+import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,13 +33,58 @@ SOURCES = {
 }
 
 
-def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
-    """Every absolute module a file imports, with its line, including imports inside functions."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+# "-m memex.x" inside one string; a module in a list or a call's arguments is found by pairs.
+RUN_MODULE = re.compile(r"(?:^|\s)-m\s+(memex(?:\.\w+)+)")
+
+
+def imported_modules(
+    source: str, package: str, filename: str = "<string>"
+) -> Iterator[tuple[int, str]]:
+    """Every module some source imports or runs with ``-m``, with its line (see the module's
+    docstring); ``package`` is the source's package, which relative imports are resolved against."""
+    tree = ast.parse(source, filename)
+    docstrings = {id(doc) for node in ast.walk(tree) if (doc := _docstring(node))}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.lineno, node.module
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                yield node.lineno, node.module
+            elif node.level and (base := _relative_base(package, node.level)):
+                if node.module:
+                    yield node.lineno, f"{base}.{node.module}"
+                else:  # from . import x: x is a module of the package (or a name in it)
+                    yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            yield from ((node.lineno, m) for m in RUN_MODULE.findall(node.value))
+        if isinstance(node, ast.Call | ast.List | ast.Tuple):
+            items = node.args if isinstance(node, ast.Call) else node.elts
+            for flag, module in itertools.pairwise(items):
+                if _string(flag) == "-m" and (name := _string(module)):
+                    yield module.lineno, name
+
+
+def _docstring(node: ast.AST) -> ast.AST | None:
+    """The string literal that is a module's, class's or function's docstring, if it has one."""
+    kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    if isinstance(node, kinds) and node.body and isinstance(first := node.body[0], ast.Expr):
+        return first.value if _string(first.value) is not None else None
+    return None
+
+
+def _string(node: ast.AST) -> str | None:
+    """The text of a string literal, else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _relative_base(package: str, level: int) -> str | None:
+    """The package a relative import of ``level`` dots starts from, or None above the top."""
+    parts = package.split(".")
+    return ".".join(parts[: len(parts) - level + 1]) if level <= len(parts) else None
 
 
 def forbidden(part: str, module: str) -> str | None:
@@ -52,21 +105,43 @@ def forbidden(part: str, module: str) -> str | None:
     return None
 
 
-def violations(part: str) -> list[str]:
-    """The forbidden imports in one part's sources, as ``path:line: module (rule)``."""
+# Breaks of the rules that are known and kept for now, each said here with why, never passed over
+# in silence; a test fails when one is no longer found, so the list cannot go stale.
+# - `memex worker` execs the orchestrator's queued-turn worker in the foreground, as `memex up`
+#   starts it (gateway/stack.py names the same module as the worker's ServiceDef.module, which this
+#   scan does not read, nor the stack's other module names). Starting a stage's process is the
+#   supervisor's work, but the module path still ties the surface to the stage's internals: an
+#   entry point of the stage's own (``python -m memex.orchestrator worker``) would end it.
+KNOWN = frozenset(
+    {"gateway/src/memex/gateway/cli/stack_commands.py: memex.orchestrator.worker"},
+)
+
+
+def violations(part: str) -> list[tuple[str, str]]:
+    """The forbidden imports in one part's sources, each as its ``path: module`` (what ``KNOWN``
+    holds) and ``path:line: module (rule)``."""
     found = []
+    src = SOURCES[part].parents[1]  # .../src, the root of the dotted names
     for path in sorted(SOURCES[part].rglob("*.py")):
         if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
             continue
-        for line, module in imported_modules(path):
+        package = ".".join(path.parent.relative_to(src).parts)
+        source = path.read_text(encoding="utf-8")
+        where = path.relative_to(REPO_ROOT)
+        for line, module in imported_modules(source, package, str(path)):
             if rule := forbidden(part, module):
-                found.append(f"{path.relative_to(REPO_ROOT)}:{line}: {module} ({rule})")
+                found.append((f"{where}: {module}", f"{where}:{line}: {module} ({rule})"))
     return found
 
 
 @pytest.mark.parametrize("part", sorted(SOURCES))
 def test_imports_follow_the_layering(part: str) -> None:
-    assert violations(part) == []
+    assert [message for key, message in violations(part) if key not in KNOWN] == []
+
+
+def test_the_known_breaks_are_still_there() -> None:
+    found = {key for part in SOURCES for key, _ in violations(part)}
+    assert found >= KNOWN, f"no longer found, so remove from KNOWN: {sorted(KNOWN - found)}"
 
 
 def test_the_rules_catch_what_they_forbid() -> None:
@@ -78,3 +153,44 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert forbidden("gateway", "memex.orchestrator.v1.orchestrator_pb2") is None
     assert forbidden("orchestrator", "memex.retrieval.v1.retrieval_pb2") is None
     assert forbidden("gateway", "memex.shared.errors") is None
+
+
+def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
+    source = textwrap.dedent(
+        '''
+        """Start it with ``python -m memex.gateway``: a docstring, not a use."""
+        import subprocess, sys
+        from . import stack
+        from ..retrieval.store import open_store
+        from .. import gateway
+        from ..... import too_far
+        subprocess.run([sys.executable, "-m", "memex.retrieval.whisper_models", "--out", "x"])
+        spawn(sys.executable, "-m", "memex.orchestrator.worker", env={})
+        os.system("python -m memex.reasoner.prepare --model tiny")
+        run(("pg_ctl", "-m", "fast", "stop"))
+        '''
+    )
+    found = set(imported_modules(source, "memex.shared"))
+    assert found == {
+        (3, "subprocess"),
+        (3, "sys"),
+        (4, "memex.shared.stack"),
+        (5, "memex.retrieval.store"),
+        (6, "memex.gateway"),
+        (8, "memex.retrieval.whisper_models"),
+        (9, "memex.orchestrator.worker"),
+        (10, "memex.reasoner.prepare"),
+        (11, "fast"),  # not memex's: no rule looks at it
+    }
+    assert [m for _, m in sorted(found) if forbidden("shared", m)] == [
+        "memex.retrieval.store",
+        "memex.gateway",
+        "memex.retrieval.whisper_models",
+        "memex.orchestrator.worker",
+        "memex.reasoner.prepare",
+    ]
+    # Relative imports resolve from the file's package: a surface may reach a stage's contract.
+    assert list(imported_modules("from ..orchestrator.v1 import x_pb2", "memex.gateway")) == [
+        (1, "memex.orchestrator.v1")
+    ]
+    assert forbidden("gateway", "memex.orchestrator.v1") is None
