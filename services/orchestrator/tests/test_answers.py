@@ -185,6 +185,28 @@ def test_a_shared_closing_number_keeps_naming_what_the_other_sentence_rests_on()
     assert reading.answer == "Ron is the secretary. Rent is £48 per year. [[Ron]] [[Tenancy]]"
 
 
+def test_a_source_named_only_beside_the_one_that_holds_the_claim_is_not_cited() -> None:
+    sources = [
+        source(1, "Check free space with `df -h` to see how full each disk is.", "Disk space"),
+        source(2, "Out of inodes, no new files can be made. Check with `df -i`.", "Inodes"),
+    ]
+    question = "The disk said it was full but had space left. What ran out?"
+    text = "It ran out of inodes, so no new files can be made. Check with `df -i`. [1][2]"
+    reading = read(text, sources, question)
+    assert [c.ref for c in reading.citations] == ["[[Inodes]]"]
+    assert reading.answer.endswith("Check with `df -i`. [[Inodes]]")
+
+
+def test_each_source_of_a_run_that_holds_a_part_no_other_holds_stays() -> None:
+    sources = [
+        source(1, "The boiler was serviced on 3 May by Aldwych Heating.", "Boiler"),
+        source(2, "The landlord paid £120 for the boiler service.", "Landlord"),
+    ]
+    text = "Aldwych Heating serviced the boiler on 3 May and the landlord paid £120. [1, 2]"
+    reading = read(text, sources, "Who serviced the boiler, and who paid?")
+    assert [c.ref for c in reading.citations] == ["[[Boiler]]", "[[Landlord]]"]
+
+
 def test_a_sentence_that_restates_the_question_keeps_the_number_it_shares() -> None:
     sources = [
         source(1, "The AGM voted on the rent. I still need to write up the voting.", "AGM"),

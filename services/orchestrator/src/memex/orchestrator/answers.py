@@ -17,6 +17,7 @@ answer's text; the reading counts how many were moved.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -439,6 +440,80 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
         claim.named, claim.moved = [best[1]], True
 
 
+def _score(claim: str, source: Source, question: str) -> tuple[int, int, float]:
+    """How well ``source`` holds ``claim``: how many of its specifics, then its grade."""
+    graded = grade(claim, source, question)
+    kept = sum(holds(kind, text, source.checkable) for kind, text in specifics(claim))
+    return kept, _RANK[graded.support], graded.cover
+
+
+def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int]:
+    """The numbers of the sources that back no sentence of the answer themselves: each time
+    they are named, in one run of numbers beside other sources ("... run `df -i`. [1][2]", a
+    run after several sentences naming every source used anywhere), another source of the run
+    holds the sentence better, and they hold nothing of it (no specific, no half of its other
+    words) that the better one lacks. A citation says where a claim comes from; a note named
+    only because it stood beside the right one in the briefing is not one. Numbers written at
+    different places in a sentence ("£800 [1], and the boiler got fixed [2]") each vouch for
+    their own part: those all stand."""
+    earned: set[int] = set()
+    named_anywhere: set[int] = set()
+    for claim in claims:
+        named = list(dict.fromkeys(claim.named))
+        named_anywhere |= {s.number for s in named}
+        if len(named) < 2 or not _one_run(claim.markers, text):
+            earned |= {s.number for s in named}
+            continue
+        if not _says_more(claim.text, question):
+            continue
+        scores = {s.number: _score(claim.text, s, question) for s in named}
+        top = max(scores.values())
+        leaders = [s for s in named if scores[s.number] == top]
+        earned |= {s.number for s in leaders}
+        others = [s for s in named if s not in leaders]
+        earned |= {s.number for s in others if _adds_to(claim.text, s, leaders, question)}
+    if not earned:
+        return set()
+    return named_anywhere - earned
+
+
+def _one_run(markers: Sequence[tuple[int, int]], text: str) -> bool:
+    """Whether ``markers`` (spans in ``text``) stand together, nothing but spaces and
+    punctuation between them."""
+    spans = sorted(set(markers))
+    return all(
+        not re.search(r"\w", text[end:start]) for (_, end), (start, _) in itertools.pairwise(spans)
+    )
+
+
+def _adds_to(claim: str, source: Source, leaders: Sequence[Source], question: str) -> bool:
+    """Whether ``source`` holds part of ``claim`` that none of ``leaders`` holds: one of its
+    specifics, or at least half of its other words (two or more) that are not the question's."""
+    for kind, text in specifics(claim):
+        if not any(holds(kind, text, s.checkable) for s in leaders) and holds(
+            kind, text, source.checkable
+        ):
+            return True
+    held = set().union(*(_held(s) for s in leaders))
+    asked = set(terms(question))
+    rest = [t for t in terms(claim) if t not in held and t not in asked]
+    return len(rest) >= 2 and coverage(rest, _held(source)) >= PARAPHRASE_AT
+
+
+def _without(text: str, sources: Sequence[Source], idle: set[int]) -> str:
+    """``text`` with the numbers of the ``idle`` sources taken out of its markers (a marker
+    left naming nothing goes)."""
+
+    def keep(match: re.Match[str]) -> str:
+        found, _ = _cited(match, sources)
+        if not any(s.number in idle for s in found):
+            return match.group(0)
+        left = [s.number for s in found if s.number not in idle]
+        return f"[{', '.join(str(n) for n in dict.fromkeys(left))}]" if left else ""
+
+    return MARKER.sub(keep, text)
+
+
 def _renumbered(text: str, claims: Sequence[_Claim]) -> str:
     """``text`` with the markers of moved claims naming the sources they were moved to."""
     numbers_at: dict[tuple[int, int], list[int]] = {}
@@ -634,8 +709,13 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
     checked = check_claims(text, sources, question, said)
     text, claims, dropped = checked.text, checked.claims, checked.missing
     reanchored = sum(claim.moved for claim in claims)
+    idle = _idle_sources(claims, question, text)
     if reanchored:
         text = _renumbered(text, claims)
+    if idle:
+        text = _without(text, sources, idle)
+        for claim in claims:
+            claim.named = [s for s in claim.named if s.number not in idle]
     best: dict[int, tuple[_Grade, Source]] = {}
     order: list[int] = []
     cited = len(dropped)
@@ -836,17 +916,7 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     "rating: 3" in another book's note is not about that book."""
     cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
     seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt} {s.item.path}")}
-    # A name counts anywhere in the cited note as it was shown: in the cited chunk, not only in
-    # the part of it that was shown, and in the note's other chunks shown ("Mom." opens Irene's
-    # note; her "Birthday gifts" table, the chunk cited, never says it).
-    notes = {s.item.episode_id for s in cited if s.item.episode_id}
-    same_notes = [s for s in sources if s in cited or s.item.episode_id in notes]
-    # The note's folder names it too ("mac/prevent-sleep..." is about a Mac).
-    mentioned = {
-        term
-        for s in same_notes
-        for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.item.text} {s.item.path}")
-    }
+    mentioned = {term for text in cited_notes(reading, sources) for term in terms(text)}
     named = names(question)
     if named and not any(len(name) <= 2 or _mentions(name, mentioned) for name in named):
         return False
@@ -862,6 +932,21 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
         covered = sum(_mentions(term, mentioned) for term in wanted)
         return covered >= BARE_TOPIC_SHARE * len(wanted)
     return True
+
+
+def cited_notes(reading: Reading, sources: Sequence[Source]) -> list[str]:
+    """The text of each note ``reading`` cites, as shown: its title, aliases, folder and every
+    chunk of it in the briefing, not only the part of the chunk cited ("Mom." opens Irene's
+    note; her "Birthday gifts" table, the chunk cited, never says it; "mac/prevent-sleep..." is
+    about a Mac)."""
+    ids = {c.item_id for c in reading.citations}
+    cited = [s for s in sources if s.item.item_id in ids]
+    notes = {s.item.episode_id for s in cited if s.item.episode_id}
+    return [
+        f"{s.item.title} {' '.join(s.also_called)} {s.item.text} {s.item.path}"
+        for s in sources
+        if s in cited or s.item.episode_id in notes
+    ]
 
 
 # The least share of a question's topical terms that the cited notes of a bare answer (a value
