@@ -258,6 +258,15 @@ async def test_an_answer_that_borrows_a_figure_from_another_note_abstains(tmp_pa
     assert result.abstained and result.abstain_reason == "unsupported"
 
 
+async def test_an_answer_of_another_kind_than_the_one_asked_for_abstains(tmp_path: Path) -> None:
+    # Asked for a plugin, it gives what the boiler note holds; every word of it is there.
+    model = reasoner(["The boiler was fixed after three visits [2]."])
+    result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(
+        "me", "Which plugin fixed the boiler?"
+    )
+    assert result.abstained and result.abstain_reason == "wrong_kind"
+
+
 async def test_an_answer_that_restates_the_question_abstains(tmp_path: Path) -> None:
     model = reasoner(["The deposit was agreed [1]."])
     result = await make_orchestrator(tmp_path, model, FakeMemory(NOTES)).asker.ask(

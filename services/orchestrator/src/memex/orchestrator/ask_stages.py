@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 
-from memex.orchestrator.answers import SUPPORTED_AT, Reading, informative, on_topic
+from memex.orchestrator.answers import SUPPORTED_AT, Reading, cited_notes, informative, on_topic
+from memex.orchestrator.asked_kind import asked_kind, gives_kind
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.persona import Persona
@@ -119,6 +120,9 @@ def abstain_reason(
         return "off_topic"  # its sources say nothing of what was asked
     if not informative(question, reading):
         return "uninformative"  # it restates the question and answers nothing
+    kind = asked_kind(question)
+    if kind and not gives_kind(kind, reading.claims, cited_notes(reading, sources)):
+        return "wrong_kind"  # asked for a plugin, it gives a key binding
     return ""
 
 
