@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memex.orchestrator.db import Engine, SqliteEngine, _migrations
-from memex.orchestrator.postgres import PostgresEngine
+from memex.orchestrator.state import Engine, SqliteEngine, migrations
+from memex.orchestrator.state.postgres import PostgresEngine
 from memex.shared.pgcluster import Cluster
 from memex.shared.testing import private_postgres
 
@@ -50,5 +50,5 @@ def older_database(state: Path | str, below: int) -> Engine:
     """The database at ``state`` migrated only up to (not including) migration ``below``, as an
     older memex left it; the caller writes its old rows and closes it."""
     engine: Engine = SqliteEngine(state) if isinstance(state, Path) else PostgresEngine(state)
-    engine.migrate([m for m in _migrations(engine.dialect) if m[0] < below])
+    engine.migrate([m for m in migrations(engine.dialect) if m[0] < below])
     return engine

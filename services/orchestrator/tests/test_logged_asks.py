@@ -11,7 +11,8 @@ import pytest
 
 from memex.orchestrator.items import Citation
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import OrchestratorStore, _migrations
+from memex.orchestrator.state import migrations
+from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
 from .conftest import older_database
@@ -98,7 +99,7 @@ def test_a_database_from_before_migration_3_is_migrated_and_lists_old_asks(
     [old] = store.list_logged_asks("me")
     assert (old.turn_id, old.question, old.persona, old.abstained) == ("t1", "old?", "friend", True)
     assert (old.answer, old.cited_refs) == ("", [])
-    assert store.schema_version() == _migrations()[-1][0] >= 3
+    assert store.schema_version() == migrations()[-1][0] >= 3
     store.close()
 
 

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Citation
-from memex.orchestrator.store import ERASED, OrchestratorStore, _migrations
+from memex.orchestrator.state import migrations
+from memex.orchestrator.store import ERASED, OrchestratorStore
 from memex.shared.errors import FailedPrecondition, NotFound, Unavailable
 from memex.shared.settings import describe_invalid
 from memex.shared.testing import free_port
@@ -164,7 +165,7 @@ def test_an_older_database_is_migrated_and_keeps_its_rows(state: Path | str) -> 
     store = OrchestratorStore(state)
     [row] = store.query("SELECT id, dropped_steps FROM telemetry_turns")
     assert (row["id"], row["dropped_steps"]) == ("t1", "[]")
-    assert store.schema_version() == _migrations()[-1][0] == _migrations("postgres")[-1][0]
+    assert store.schema_version() == migrations()[-1][0] == migrations("postgres")[-1][0]
     store.close()
 
 
@@ -189,7 +190,7 @@ def test_a_database_from_before_migration_4_is_migrated_and_its_turns_withhold(
         )
     before.close()
     store = OrchestratorStore(state)
-    assert store.schema_version() == _migrations()[-1][0] >= 4
+    assert store.schema_version() == migrations()[-1][0] >= 4
     old = store.get_turn("me", "t1")
     assert (old.text, old.include_sensitive) == ("old?", False)
     assert store.create_turn("me", "h1", "new?", "", include_sensitive=True).include_sensitive

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memex.orchestrator.db import Connection, Database, Row, new_id, now_iso
 from memex.orchestrator.items import Citation
+from memex.orchestrator.state import Connection, Database, Row, new_id, now_iso
 from memex.shared.errors import NotFound
 
 

@@ -1,18 +1,18 @@
 """The orchestrator's state in SQLite or PostgreSQL: conversations, queued turns, telemetry and
 the LLM log.
 
-One database (``db.py``, with the versioned migrations of ``schema.sql``; ``postgres.py`` for
-PostgreSQL); each concern has its own store class over it: ``conversations.py`` (conversations
-and messages), ``turn_queue.py`` (threads, turns and claims), ``telemetry.py`` (telemetry, logged
-asks, LLM log), ``traces.py`` (what a forgotten note left). ``OrchestratorStore`` is all of them
-on one database; code that needs one part takes that part's type. Calls are synchronous and short;
-async callers run them with ``asyncio.to_thread``.
+One database (the ``state`` package: SQLite or PostgreSQL, with the versioned migrations of
+``state/schema.sql``); each concern has its own store class over it: ``conversations.py``
+(conversations and messages), ``turn_queue.py`` (threads, turns and claims), ``telemetry.py``
+(telemetry, logged asks, LLM log), ``traces.py`` (what a forgotten note left).
+``OrchestratorStore`` is all of them on one database; code that needs one part takes that part's
+type. Calls are synchronous and short; async callers run them with ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 from memex.orchestrator.conversations import Conversation, ConversationStore, Message
-from memex.orchestrator.db import Database, _migrations, new_id, now_iso
+from memex.orchestrator.state import Database, new_id, now_iso
 from memex.orchestrator.telemetry import LoggedAsk, TelemetryStore
 from memex.orchestrator.traces import ERASED, NoteTraces, NoteTraceStore
 from memex.orchestrator.turn_queue import ERROR_TEXT_LIMIT, PendingTurns, Thread, Turn, TurnQueue
@@ -33,7 +33,6 @@ __all__ = [
     "Thread",
     "Turn",
     "TurnQueue",
-    "_migrations",
     "new_id",
     "now_iso",
 ]

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.orchestrator.db import Database, new_id, now_iso
 from memex.orchestrator.items import CheckedSpecific
+from memex.orchestrator.state import Database, new_id, now_iso
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from memex.orchestrator.db import Database
+from memex.orchestrator.state import Database
 
 ERASED = "[erased: quoted a forgotten note]"
 """What a forget leaves in an LLM log call's prompt and response (see ``purge_note_traces``)."""

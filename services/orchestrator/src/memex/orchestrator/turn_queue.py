@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memex.orchestrator.db import Connection, Database, Row, new_id, now_iso
 from memex.orchestrator.items import Citation
+from memex.orchestrator.state import Connection, Database, Row, new_id, now_iso
 from memex.shared.errors import NotFound
 
 ERROR_TEXT_LIMIT = 500

@@ -1,8 +1,9 @@
 -- The orchestrator's state, one SQLite database (WAL) or one PostgreSQL database. Migrations are
--- applied in order by db.py; each block below `-- migration N` runs once, in a transaction, and
--- bumps the version (SQLite's user_version; the memex_schema table on PostgreSQL). A block is SQL
--- both engines run, unless a `-- migration N postgres` block follows it: PostgreSQL runs that
--- one in its place. Keep the two equal in meaning; the contract suite runs on both.
+-- applied in order by the engine (state/sqlite.py, state/postgres.py) when a Database opens; each
+-- block below `-- migration N` runs once, in a transaction, and bumps the version (SQLite's
+-- user_version; the memex_schema table on PostgreSQL). A block is SQL both engines run, unless a
+-- `-- migration N postgres` block follows it: PostgreSQL runs that one in its place. Keep the two
+-- equal in meaning; the contract suite runs on both.
 
 -- migration 1
 CREATE TABLE conversations (

@@ -23,7 +23,7 @@ import psycopg
 from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from memex.orchestrator.db import Connection, Cursor, statements
+from memex.orchestrator.state.base import Connection, Cursor, statements
 from memex.shared.errors import FailedPrecondition, Unavailable
 
 log = logging.getLogger(__name__)
