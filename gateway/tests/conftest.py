@@ -1,4 +1,4 @@
-"""Fixtures of the gateway's tests (the harness itself is ``memex.gateway.testing``)."""
+"""Fixtures of the gateway's tests (the harness itself is ``support/harness.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memex.gateway.testing import Gateway, running_gateway
+from .support.harness import Gateway, running_gateway
 
 
 @pytest.fixture(scope="module")

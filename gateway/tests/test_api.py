@@ -10,8 +10,9 @@ import pytest
 
 from memex.gateway import convert
 from memex.gateway.errors import HTTP_STATUS, http_status
-from memex.gateway.testing import Gateway
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+from .support.harness import Gateway
 
 TABLE = {
     "INVALID_ARGUMENT": 400,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memex.gateway.testing import Gateway, read_events
+from .support.harness import Gateway, read_events
 
 
 def ask(client: httpx.Client, **body: object) -> list[tuple[str, Any]]:

@@ -13,8 +13,9 @@ import httpx
 import pytest
 
 from memex.gateway.chat_codes import status_of
-from memex.gateway.testing import Gateway, read_events, running_gateway
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
+
+from .support.harness import Gateway, read_events, running_gateway
 
 
 def chat(client: httpx.Client, **body: object) -> list[tuple[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memex.gateway.testing import Gateway, running_gateway
+from .support.harness import Gateway, running_gateway
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memex.gateway.testing import Gateway
+from .support.harness import Gateway
 
 pytestmark = pytest.mark.slow  # each `llm` run is a fresh Python process
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import httpx
 
 from memex.gateway import apikeys
-from memex.gateway.testing import Gateway, running_gateway
+
+from .support.harness import Gateway, running_gateway
 
 
 def test_a_note_comes_back_with_its_chunks_offsets(gateway: Gateway) -> None:

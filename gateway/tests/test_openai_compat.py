@@ -11,7 +11,8 @@ import pytest
 from openai import OpenAI
 
 from memex.gateway.continuations import Continuations
-from memex.gateway.testing import Gateway
+
+from .support.harness import Gateway
 
 
 @pytest.fixture

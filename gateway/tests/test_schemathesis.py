@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, settings
 from memex.gateway import apikeys
 from memex.gateway.app import create_app
 from memex.gateway.config import GatewaySettings
-from memex.gateway.testing import Gateway, running_gateway
+
+from .support.harness import Gateway, running_gateway
 
 schema = schemathesis.openapi.from_dict(create_app(GatewaySettings()).openapi())
 # Known at collection time, when schemathesis already builds some cases.

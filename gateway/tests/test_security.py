@@ -15,8 +15,9 @@ from memex.gateway import apikeys
 from memex.gateway.app import StartupError, check_startup
 from memex.gateway.config import GatewaySettings, is_loopback
 from memex.gateway.security import RateLimiter
-from memex.gateway.testing import running_gateway
 from memex.shared.testing import free_port
+
+from .support.harness import running_gateway
 
 
 def test_keys_are_required_by_setting_and_accepted_when_valid(tmp_path: Path) -> None:

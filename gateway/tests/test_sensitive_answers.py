@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 
 from memex.gateway import apikeys
-from memex.gateway.testing import Gateway, running_gateway
+
+from .support.harness import Gateway, running_gateway
 
 COMPLETION = {"model": "memex", "messages": [{"role": "user", "content": "hi"}]}
 

@@ -18,8 +18,9 @@ from memex.gateway.cli.main import main
 from memex.gateway.config import GatewaySettings
 from memex.gateway.errors import ApiError
 from memex.gateway.security import Guard, RateLimiter
-from memex.gateway.testing import running_gateway
 from memex.shared.errors import InvalidArgument
+
+from .support.harness import running_gateway
 
 
 def bearer(token: str) -> dict[str, str]:

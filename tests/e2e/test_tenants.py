@@ -21,10 +21,11 @@ import pytest
 
 from memex.embedding.config import default_model_dir
 from memex.gateway.stack import private_stack_env
-from memex.gateway.testing import read_events
 from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import find_binary
 from memex.shared.testing import require
+
+from .test_gateway import events as read_events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -1,5 +1,4 @@
-"""Stand-ins for the orchestrator and retrieval services, for unit tests (and benchmarks) of the
-gateway.
+"""Stand-ins for the orchestrator and retrieval services, for unit tests of the gateway.
 
 They are real gRPC servicers (served in-process on port 0 behind memex's own interceptor), holding
 their state in memory; the real services are exercised by the end-to-end tests. A few magic

@@ -1,7 +1,6 @@
-"""A gateway for tests and benchmarks: the real app on a real uvicorn server, in front of fake
-orchestrator and retrieval services (``memex.gateway.fakes``) served over real gRPC, all on free
-loopback ports in one background event loop. It lives in the package, not a conftest, so the
-gateway benchmark can use it too."""
+"""A gateway for tests: the real app on a real uvicorn server, in front of fake orchestrator and
+retrieval services (``fakes``) served over real gRPC, all on free loopback ports in one background
+event loop."""
 
 from __future__ import annotations
 
@@ -18,12 +17,13 @@ import uvicorn
 
 from memex.gateway.app import create_app
 from memex.gateway.config import GatewaySettings
-from memex.gateway.fakes import FakeOrchestrator, FakeRetrieval
 from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.server import GrpcService
 from memex.shared.settings import ServiceSettings
 from memex.shared.testing import serving
+
+from .fakes import FakeOrchestrator, FakeRetrieval
 
 
 @contextlib.asynccontextmanager
