@@ -119,3 +119,24 @@ async def test_a_memo_is_indexed_cited_to_its_time_and_not_transcribed_again(
     monkeypatch.setattr(audio.Transcriber, "transcribe", never)
     again = await index_vault(retrieval_tiny, vault)
     assert (again.added, again.updated, again.unchanged) == (0, 0, 1)
+
+
+async def test_the_whisper_model_folder_can_be_named(tmp_path: Path, embedding_addr: str) -> None:
+    # A deployment copies the model out of its models image and names the folder.
+    elsewhere = tmp_path / "mounted" / "whisper-base"
+    settings = RetrievalSettings(
+        port=0,
+        embedding_addr=embedding_addr,
+        store_dir=tmp_path / "store",
+        whisper_model_dir=elsewhere,
+    )
+    vault = tmp_path / "vault"
+    (vault / "memos").mkdir(parents=True)
+    (vault / "memos/walk.m4a").write_bytes(b"not audio, and no model to hear it")
+    async with (
+        serving(build_retrieval(settings)) as running,
+        grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel,
+    ):
+        summary = await index_vault(retrieval_pb2_grpc.RetrievalServiceStub(channel), vault)
+    (skipped,) = summary.skipped
+    assert str(elsewhere) in skipped.reason and "need the Whisper model" in skipped.reason

@@ -142,6 +142,11 @@ class RetrievalSettings(ServiceSettings):
         description=f"The Whisper model that transcribes voice memos: {', '.join(CATALOGUE)} "
         "(`make models` prepares it; docs/models.md).",
     )
+    whisper_model_dir: Path | None = Field(
+        None,
+        description="The prepared Whisper model's folder (its model.bin); default: the "
+        "catalogue's folder for whisper_model in memex's cache (a deployment mounts it).",
+    )
     whisper_threads: int = Field(
         0, ge=0, description="CPU threads a transcription uses (0: CTranslate2's default)."
     )

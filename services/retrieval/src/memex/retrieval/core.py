@@ -56,7 +56,7 @@ class RetrievalCore:
                 ),
                 max_file_bytes=s.max_file_bytes,
                 max_document_bytes=s.max_document_bytes,
-                whisper_model_dir=WHISPER_CATALOGUE[s.whisper_model].path(),
+                whisper_model_dir=s.whisper_model_dir or WHISPER_CATALOGUE[s.whisper_model].path(),
                 whisper_threads=s.whisper_threads,
                 embed_batch=s.embed_batch,
             ),
