@@ -1131,6 +1131,60 @@ class ListTurnsResponse(_message.Message):
 Global___ListTurnsResponse: _TypeAlias = ListTurnsResponse  # noqa: Y015
 
 @_typing.final
+class WatchThreadRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    thread_id: _builtins.str
+    include_sensitive: _builtins.bool
+    """As ListTurnsRequest.include_sensitive."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        thread_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "tenant", b"tenant", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchThreadRequest: _TypeAlias = WatchThreadRequest  # noqa: Y015
+
+@_typing.final
+class WatchThreadResponse(_message.Message):
+    """One turn of the watched thread: first each turn the thread holds, oldest first (current is
+    false after the last of them), then each turn that changed, in the order the changes were seen.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_FIELD_NUMBER: _builtins.int
+    CURRENT_FIELD_NUMBER: _builtins.int
+    current: _builtins.bool
+    """True for the turns sent first (the thread as it was when the watch began)."""
+    @_builtins.property
+    def turn(self) -> Global___Turn: ...
+    def __init__(
+        self,
+        *,
+        turn: Global___Turn | None = ...,
+        current: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["turn", b"turn"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current", b"current", "turn", b"turn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchThreadResponse: _TypeAlias = WatchThreadResponse  # noqa: Y015
+
+@_typing.final
 class ListLoggedAsksRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -89,6 +89,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.FromString,
                 _registered_method=True)
+        self.WatchThread = channel.unary_stream(
+                '/memex.orchestrator.v1.OrchestratorService/WatchThread',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadResponse.FromString,
+                _registered_method=True)
         self.ListLoggedAsks = channel.unary_unary(
                 '/memex.orchestrator.v1.OrchestratorService/ListLoggedAsks',
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
@@ -205,6 +210,16 @@ class OrchestratorServiceServicer:
 
     def ListTurns(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchThread(self, request, context):
+        """Live turn state (issue 37): the thread's turns as ListTurns gives them, then a turn again
+        each time it changes (a user turn pending → thinking → answered or error; an assistant turn
+        when it is written). Ends when the thread is deleted. NOT_FOUND for an unknown thread,
+        INVALID_ARGUMENT for an empty thread_id.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -338,6 +353,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ListTurns,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.SerializeToString,
+            ),
+            'WatchThread': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchThread,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadResponse.SerializeToString,
             ),
             'ListLoggedAsks': grpc.unary_unary_rpc_method_handler(
                     servicer.ListLoggedAsks,
@@ -677,6 +697,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ListTurns',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListTurnsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchThread(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/WatchThread',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.WatchThreadResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,12 @@ class OrchestratorServiceStub:
     GetTurn: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.GetTurnRequest, _orchestrator_pb2.GetTurnResponse]
     ListThreads: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListThreadsRequest, _orchestrator_pb2.ListThreadsResponse]
     ListTurns: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListTurnsRequest, _orchestrator_pb2.ListTurnsResponse]
+    WatchThread: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.WatchThreadRequest, _orchestrator_pb2.WatchThreadResponse]
+    """Live turn state (issue 37): the thread's turns as ListTurns gives them, then a turn again
+    each time it changes (a user turn pending → thinking → answered or error; an assistant turn
+    when it is written). Ends when the thread is deleted. NOT_FOUND for an unknown thread,
+    INVALID_ARGUMENT for an empty thread_id.
+    """
     ListLoggedAsks: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
@@ -118,6 +124,12 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     GetTurn: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetTurnRequest, _orchestrator_pb2.GetTurnResponse]  # type: ignore[assignment]
     ListThreads: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListThreadsRequest, _orchestrator_pb2.ListThreadsResponse]  # type: ignore[assignment]
     ListTurns: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListTurnsRequest, _orchestrator_pb2.ListTurnsResponse]  # type: ignore[assignment]
+    WatchThread: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.WatchThreadRequest, _orchestrator_pb2.WatchThreadResponse]  # type: ignore[assignment]
+    """Live turn state (issue 37): the thread's turns as ListTurns gives them, then a turn again
+    each time it changes (a user turn pending → thinking → answered or error; an assistant turn
+    when it is written). Ends when the thread is deleted. NOT_FOUND for an unknown thread,
+    INVALID_ARGUMENT for an empty thread_id.
+    """
     ListLoggedAsks: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]  # type: ignore[assignment]
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
@@ -246,6 +258,18 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _orchestrator_pb2.ListTurnsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_orchestrator_pb2.ListTurnsResponse, _abc.Awaitable[_orchestrator_pb2.ListTurnsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def WatchThread(
+        self,
+        request: _orchestrator_pb2.WatchThreadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.WatchThreadResponse], _abc.AsyncIterator[_orchestrator_pb2.WatchThreadResponse]]:
+        """Live turn state (issue 37): the thread's turns as ListTurns gives them, then a turn again
+        each time it changes (a user turn pending → thinking → answered or error; an assistant turn
+        when it is written). Ends when the thread is deleted. NOT_FOUND for an unknown thread,
+        INVALID_ARGUMENT for an empty thread_id.
+        """
 
     @_abc_1.abstractmethod
     def ListLoggedAsks(

@@ -11,9 +11,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from memex.orchestrator import turn_events
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
@@ -108,6 +109,29 @@ class Orchestrator:
             else t
             for t in turns
         ]
+
+    async def watch_thread(
+        self, tenant: str, thread_id: str, *, include_sensitive: bool = False
+    ) -> AsyncGenerator[tuple[Turn, bool], None]:
+        """Live turn state (issue 37): the thread's turns as ``thread_turns`` reads them, each
+        with True, then each turn again (False) when it changes; ends when the thread is deleted.
+        NotFound for an unknown thread, InvalidArgument for an empty id."""
+        if not thread_id.strip():
+            raise InvalidArgument(
+                "thread_id is empty: give a thread id (GET /v1/threads lists them)"
+            )
+
+        async def read() -> list[Turn]:
+            return await self.thread_turns(tenant, thread_id, include_sensitive=include_sensitive)
+
+        async for change in turn_events.watch(
+            self.store.events,
+            tenant,
+            thread_id,
+            read,
+            listen_url=self.store.listen_url,
+        ):
+            yield change
 
     # -- forget (issue 11) -------------------------------------------------------------------
     async def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:

@@ -377,6 +377,20 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
         )
         return pb.ListTurnsResponse(turns=[turn_pb(t) for t in turns])
 
+    async def WatchThread(
+        self, request: pb.WatchThreadRequest, context: Context
+    ) -> AsyncIterator[pb.WatchThreadResponse]:
+        o = self._slot.get()
+        watch = o.watch_thread(
+            o.tenant(request.tenant),
+            request.thread_id,
+            include_sensitive=request.include_sensitive,
+        )
+        # Closed at once when the client goes away, so its LISTEN connection closes too.
+        async with contextlib.aclosing(watch):
+            async for turn, current in watch:
+                yield pb.WatchThreadResponse(turn=turn_pb(turn), current=current)
+
     async def ListLoggedAsks(
         self, request: pb.ListLoggedAsksRequest, context: Context
     ) -> pb.ListLoggedAsksResponse:

@@ -2,7 +2,8 @@
 
 A turn's claim is a single conditional UPDATE, so two workers (even in two processes) never hold
 the same turn; the answer and the answered state are written in one transaction that only succeeds
-while the claim is still held.
+while the claim is still held. Every change to a turn is announced on ``turn_events`` (issue 37):
+a NOTIFY in the changing transaction (PostgreSQL), then an in-process signal once it commits.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from memex.orchestrator.items import Citation
 from memex.orchestrator.state import Connection, Database, Row, new_id, now_iso
+from memex.orchestrator.turn_events import CHANNEL, TurnEvents, payload
 from memex.shared.errors import NotFound
 
 ERROR_TEXT_LIMIT = 500
@@ -58,6 +60,24 @@ class Thread:
 class TurnQueue(Database):
     """Queued chat turns (SPEC B13): pending → thinking (claimed, leased) → answered | error."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.events = TurnEvents()
+
+    def _changed(self, db: Connection, thread_id: str, tenant: str = "") -> tuple[str, str]:
+        """Announces in ``db``'s transaction (to other processes, on PostgreSQL) that a turn of
+        the thread changed; returns the thread to signal in this process after the commit."""
+        if not tenant:
+            row = db.execute("SELECT tenant FROM threads WHERE id = ?", (thread_id,)).fetchone()
+            tenant = row[0] if row is not None else ""
+        self._engine.notify(db, CHANNEL, payload(tenant, thread_id))
+        return tenant, thread_id
+
+    def _signal(self, threads: Sequence[tuple[str, str]]) -> None:
+        """Wakes this process's watchers of ``threads`` (their changes are committed)."""
+        for tenant, thread_id in set(threads):
+            self.events.signal(tenant, thread_id)
+
     def create_turn(
         self, tenant: str, thread_id: str, text: str, title: str, *, include_sensitive: bool = False
     ) -> Turn:
@@ -85,6 +105,8 @@ class TurnQueue(Database):
                 "VALUES (?, ?, 'user', ?, 'pending', ?, ?, ?)",
                 (turn_id, thread_id, text, seq, stamp, int(include_sensitive)),
             )
+            changed = self._changed(db, thread_id, tenant)
+        self._signal([changed])
         return self.get_turn(tenant, turn_id)
 
     def _next_seq(self, db: Connection) -> int:
@@ -156,7 +178,11 @@ class TurnQueue(Database):
                 "(SELECT tenant FROM threads WHERE threads.id = turns.thread_id) AS tenant",
                 (worker_id, time.time() + lease_seconds),
             ).fetchone()
-        return _turn(row) if row is not None else None
+            if row is None:
+                return None
+            changed = self._changed(db, row["thread_id"], row["tenant"])
+        self._signal([changed])
+        return _turn(row)
 
     def renew_lease(self, turn_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extends a claim; False when the claim was lost."""
@@ -171,22 +197,26 @@ class TurnQueue(Database):
     def requeue_expired(self) -> int:
         """Puts turns whose worker died (lease expired while thinking) back to pending."""
         with self._tx() as db:
-            cursor = db.execute(
+            rows = db.execute(
                 "UPDATE turns SET state = 'pending', claimed_by = '', lease_until = 0 "
-                "WHERE state = 'thinking' AND lease_until < ?",
+                "WHERE state = 'thinking' AND lease_until < ? RETURNING thread_id",
                 (time.time(),),
-            )
-        return cursor.rowcount
+            ).fetchall()
+            changed = [self._changed(db, r["thread_id"]) for r in rows]
+        self._signal(changed)
+        return len(rows)
 
     def requeue_worker(self, worker_id: str) -> int:
         """Puts back every turn held by ``worker_id`` (a restarted worker's own orphans)."""
         with self._tx() as db:
-            cursor = db.execute(
+            rows = db.execute(
                 "UPDATE turns SET state = 'pending', claimed_by = '', lease_until = 0 "
-                "WHERE state = 'thinking' AND claimed_by = ?",
+                "WHERE state = 'thinking' AND claimed_by = ? RETURNING thread_id",
                 (worker_id,),
-            )
-        return cursor.rowcount
+            ).fetchall()
+            changed = [self._changed(db, r["thread_id"]) for r in rows]
+        self._signal(changed)
+        return len(rows)
 
     def prior_turns(self, turn: Turn) -> list[Turn]:
         """The thread's answered questions before ``turn``, each followed by its answer."""
@@ -232,6 +262,8 @@ class TurnQueue(Database):
                     now_iso(),
                 ),
             )
+            changed = self._changed(db, turn.thread_id, turn.tenant)
+        self._signal([changed])
         return True
 
     def fail_turn(self, turn: Turn, worker_id: str, error: str) -> bool:
@@ -244,7 +276,11 @@ class TurnQueue(Database):
                 "WHERE id = ? AND claimed_by = ? AND state = 'thinking'",
                 (error, turn.id, worker_id),
             )
-        return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            changed = self._changed(db, turn.thread_id, turn.tenant)
+        self._signal([changed])
+        return True
 
     def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:
         """Forgets a queued-chat thread with all its turns (the schema cascades them); returns
@@ -270,6 +306,8 @@ class TurnQueue(Database):
                     "SELECT COUNT(*) FROM turns WHERE thread_id = ?", (thread_id,)
                 ).fetchone()[0]
             )
+            changed = self._changed(db, thread_id, tenant)  # its watchers end
+        self._signal([changed])
         return count, left
 
 

@@ -75,6 +75,11 @@ class Database:
         """``sqlite`` or ``postgres``."""
         return self._engine.dialect
 
+    @property
+    def listen_url(self) -> str | None:
+        """Where to LISTEN for the engine's notifications (PostgreSQL); None on SQLite."""
+        return self._engine.listen_url
+
     def close(self) -> None:
         """Closes the connection(s)."""
         self._engine.close()

@@ -92,6 +92,16 @@ class Engine(Protocol):
         """Makes transactions that call this with the same ``name`` run one after another."""
         ...
 
+    def notify(self, db: Connection, channel: str, payload: str) -> None:
+        """Tells other processes, when ``db``'s transaction commits, that something on
+        ``channel`` changed (PostgreSQL's NOTIFY; nothing on SQLite, one process's file)."""
+        ...
+
+    @property
+    def listen_url(self) -> str | None:
+        """Where a process LISTENs for ``notify`` (PostgreSQL's URL); None on SQLite."""
+        ...
+
     def migrate(self, migrations: list[tuple[int, str]]) -> None:
         """Applies the migrations newer than the database's version, each in a transaction."""
         ...

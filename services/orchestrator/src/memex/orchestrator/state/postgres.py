@@ -133,6 +133,16 @@ class PostgresEngine:
         """A transaction-scoped advisory lock named ``name``."""
         db.execute("SELECT pg_advisory_xact_lock(?)", (zlib.crc32(name.encode()),))
 
+    def notify(self, db: Connection, channel: str, payload: str) -> None:
+        """``pg_notify`` in ``db``'s transaction: delivered to listeners when it commits, and
+        never if it rolls back."""
+        db.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
+    @property
+    def listen_url(self) -> str | None:
+        """The database's URL, for a LISTEN connection of its own."""
+        return self._url
+
     def migrate(self, migrations: list[tuple[int, str]]) -> None:
         """Under an advisory lock: reads the version, applies what is newer, one transaction
         (PostgreSQL's DDL is transactional, so a failed migration leaves nothing behind)."""

@@ -53,6 +53,14 @@ class SqliteEngine:
     def serialize(self, db: Connection, name: str) -> None:
         """Nothing to do: BEGIN IMMEDIATE already runs writers one at a time."""
 
+    def notify(self, db: Connection, channel: str, payload: str) -> None:
+        """Nothing: SQLite has no NOTIFY (``turn_events`` wakes this process's watchers)."""
+
+    @property
+    def listen_url(self) -> str | None:
+        """None: nothing to LISTEN on."""
+        return None
+
     def migrate(self, migrations: list[tuple[int, str]]) -> None:
         """The version is SQLite's ``user_version``."""
         with self.transaction() as db:
