@@ -272,6 +272,7 @@ def test_openapi_documents_every_route_and_error_status(client: httpx.Client) ->
         "/v1/turns/{turn_id}",
         "/v1/threads",
         "/v1/threads/{thread_id}/turns",
+        "/v1/threads/{thread_id}/events",
         "/healthz",
         "/metrics",
     ):

@@ -219,6 +219,8 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         self.messages: dict[str, list[pb.ConversationMessage]] = {}
         self.threads: dict[str, pb.Thread] = {}
         self.turns: dict[str, pb.Turn] = {}
+        # Set when the thread is deleted, ending its watches.
+        self.thread_gone: dict[str, asyncio.Event] = {}
         self.chat_requests: list[pb.ChatRequest] = []
         self.ask_requests: list[pb.AskRequest] = []  # Ask's and AskStream's
         self.turn_requests: list[pb.CreateTurnRequest] = []
@@ -426,12 +428,49 @@ class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceSer
         turns = [t for t in self.turns.values() if t.thread_id == request.thread_id]
         return pb.ListTurnsResponse(turns=turns)
 
+    async def WatchThread(
+        self, request: pb.WatchThreadRequest, context: Context
+    ) -> AsyncIterator[pb.WatchThreadResponse]:
+        """The thread's turns, then as a worker would: each pending question thinking, then
+        answered with its answer; then nothing until the thread is deleted, which ends it."""
+        if not request.thread_id:
+            raise InvalidArgument("thread_id is empty")
+        if request.thread_id not in self.threads:
+            raise NotFound(f"no thread {request.thread_id!r}")
+        turns = [t for t in self.turns.values() if t.thread_id == request.thread_id]
+        for turn in turns:
+            yield pb.WatchThreadResponse(turn=turn, current=True)
+        for turn in turns:
+            if turn.state != pb.TURN_STATE_PENDING:
+                continue
+            for state in (pb.TURN_STATE_THINKING, pb.TURN_STATE_ANSWERED):
+                changed = pb.Turn()
+                changed.CopyFrom(turn)
+                changed.state = state
+                self.turns[turn.id] = turn = changed
+                yield pb.WatchThreadResponse(turn=turn)
+            answer = pb.Turn(
+                id=self._id("turn"),
+                thread_id=turn.thread_id,
+                role=pb.MESSAGE_ROLE_ASSISTANT,
+                text=f"An answer to {turn.text!r}.",
+                state=pb.TURN_STATE_ANSWERED,
+                created_at=STAMP,
+            )
+            self.turns[answer.id] = answer
+            yield pb.WatchThreadResponse(turn=answer)
+        gone = self.thread_gone.setdefault(request.thread_id, asyncio.Event())
+        if request.thread_id in self.threads:
+            await gone.wait()
+
     async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: Context
     ) -> pb.DeleteThreadResponse:
         if request.thread_id not in self.threads:
             raise NotFound(f"no thread {request.thread_id!r}")
         del self.threads[request.thread_id]
+        if (watched := self.thread_gone.pop(request.thread_id, None)) is not None:
+            watched.set()
         gone = [t for t in self.turns.values() if t.thread_id == request.thread_id]
         for turn in gone:
             del self.turns[turn.id]

@@ -94,8 +94,12 @@ class EventStream:
         first: Event,
         convert_event: Callable[[Any], Event],
         terminal: frozenset[str],
+        end: Event | None = None,
     ) -> None:
         self._call = call
+        # What a call that ends cleanly without a terminal event means (a watched thread
+        # deleted); None: a reply cut short, an error.
+        self._end = end
         self._first = first
         self._convert = convert_event
         self._terminal = terminal | {"error"}
@@ -128,6 +132,9 @@ class EventStream:
                     return
                 if message is grpc.aio.EOF:
                     self._ended = True
+                    if self._end is not None:
+                        yield self._end
+                        return
                     yield (
                         "error",
                         models.ChatError(
@@ -145,7 +152,10 @@ class EventStream:
 
 
 async def open_stream(
-    call: Any, convert_event: Callable[[Any], Event], terminal: frozenset[str]
+    call: Any,
+    convert_event: Callable[[Any], Event],
+    terminal: frozenset[str],
+    end: Event | None = None,
 ) -> EventStream:
     """Waits for ``call``'s first event; raises ApiError for a failure before it (and cancels
     the call when the wait itself is cancelled)."""
@@ -163,7 +173,7 @@ async def open_stream(
         call.cancel()
         assert isinstance(first[1], models.ChatError)
         raise ApiError(status_code(first[1].code), first[1].message)
-    return EventStream(call, first, convert_event, terminal)
+    return EventStream(call, first, convert_event, terminal, end)
 
 
 async def open_chat(orchestrator: Any, request: opb.ChatRequest, timeout: float) -> EventStream:
@@ -176,3 +186,15 @@ async def open_ask(call: Any) -> EventStream:
     """Waits for a started AskStream ``call``'s first event (``started``); raises ApiError for
     a failure before it."""
     return await open_stream(call, ask_event, frozenset({"result"}))
+
+
+def turn_event(message: opb.WatchThreadResponse) -> Event:
+    """A proto thread change as the API's ``turn`` event."""
+    return "turn", models.TurnEvent(turn=convert.turn(message.turn), current=message.current)
+
+
+async def open_watch(call: Any, thread_id: str) -> EventStream:
+    """Waits for a started WatchThread ``call``'s first turn; raises ApiError for a failure
+    before it (404 unknown thread). A clean end is the thread deleted: ``deleted``."""
+    end = ("deleted", models.ThreadEnded(thread_id=thread_id))
+    return await open_stream(call, turn_event, frozenset(), end)

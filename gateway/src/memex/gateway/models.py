@@ -348,6 +348,22 @@ class TurnList(BaseModel):
     turns: list[Turn]
 
 
+class TurnEvent(BaseModel):
+    """One `turn` event of GET /v1/threads/{thread_id}/events (issue 37)."""
+
+    turn: Turn
+    current: bool = Field(
+        description="True for the turns sent first (the thread when the watch began); false for "
+        "a turn sent again because it changed."
+    )
+
+
+class ThreadEnded(BaseModel):
+    """The terminal `deleted` event of a thread's event stream: the thread was forgotten."""
+
+    thread_id: str
+
+
 class ThreadDeleted(BaseModel):
     """The receipt of a thread forget."""
 

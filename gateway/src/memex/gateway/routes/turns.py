@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from sse_starlette import EventSourceResponse
 
 from memex.gateway import convert, models
-from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.chat_stream import open_watch
+from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.disconnect import unless_disconnected
+from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
+
+EVENTS_DOC = """Server-sent events (issue 37), each `event: <name>` with one JSON object as `data`:
+first a `turn` {turn, current: true} for each turn the thread holds, oldest first, then a `turn`
+{turn, current: false} each time one changes (a question pending → thinking → answered or error;
+an answer when it is written). `deleted` {thread_id} (terminal) when the thread is forgotten;
+`error` {code, message} (terminal) after a failure. `: ping` comment lines keep an idle stream
+open. An unknown thread is an ordinary 404 JSON error response."""
+TURN_EVENT = sse_schema(["turn", "deleted", "error"])
 
 
 @router.post(
@@ -80,6 +92,46 @@ async def list_turns(
         )
     )
     return models.TurnList(turns=[convert.turn(t) for t in reply.turns])
+
+
+@router.get(
+    "/threads/{thread_id}/events",
+    summary="A thread's turns as they change (server-sent events)",
+    response_class=EventSourceResponse,
+    responses={
+        200: {"description": EVENTS_DOC, "content": {"text/event-stream": {"schema": TURN_EVENT}}}
+    },
+)
+async def thread_events(
+    c: ClientsDep,
+    s: SettingsDep,
+    tenant: TenantDep,
+    request: Request,
+    thread_id: str = Path(min_length=1, max_length=128),
+    include_sensitive: bool = Query(
+        False,
+        description="Show replies that drew on sensitive notes (else placeholders); as for "
+        "GET /v1/threads/{thread_id}/turns.",
+    ),
+) -> StreamResponse:
+    """The thread's turns, then each change as it happens: what polling GET /v1/turns/{id}
+    would see, pushed. 404 for an unknown thread."""
+    # No deadline: a watch lasts as long as its client stays; the client leaving cancels it.
+    watching = c.orchestrator.WatchThread(
+        opb.WatchThreadRequest(
+            tenant=tenant,
+            thread_id=thread_id,
+            include_sensitive=sensitive_grant(request, include_sensitive),
+        )
+    )
+    stream = await unless_disconnected(request, open_watch(watching, thread_id), watching.cancel)
+    return StreamResponse(
+        sse_events(stream, "/v1/threads/{thread_id}/events"),
+        stream.cancel,
+        ping=s.sse_ping_seconds,
+        ping_message_factory=ping,
+        sep="\n",
+    )
 
 
 @router.delete(

@@ -1,5 +1,6 @@
-// The gateway's HTTP API as the page uses it: JSON calls, errors, and the chat SSE stream.
-// EventSource cannot POST, so the stream is read with fetch and a ReadableStream.
+// The gateway's HTTP API as the page uses it: JSON calls, errors, and the SSE streams (chat,
+// a thread's turns). EventSource cannot POST nor send the API key's Authorization header, so the
+// streams are read with fetch and a ReadableStream.
 
 const KEY_STORAGE = "memex.apiKey";
 
@@ -171,5 +172,16 @@ function parseBlock(block) {
  */
 export async function* chat(body, signal) {
   const response = await asOwner((b) => send("POST", "/v1/chat", b, signal), body);
+  yield* readEvents(response.body);
+}
+
+/**
+ * GET /v1/threads/{id}/events (issue 37) and yield its events: a `turn` for each turn of the
+ * thread, then one each time a turn changes; `deleted` or `error` end it. An error before the
+ * stream starts is thrown as ApiError.
+ */
+export async function* watchThread(threadId, signal) {
+  const path = `/v1/threads/${encodeURIComponent(threadId)}/events`;
+  const response = await send("GET", path, undefined, signal);
   yield* readEvents(response.body);
 }

@@ -1,5 +1,6 @@
-// The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, polled),
-// with the conversation and thread lists in the sidebar.
+// The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, followed
+// on the thread's event stream, polled when that fails), with the conversation and thread lists
+// in the sidebar.
 
 import {
   ApiError,
@@ -10,6 +11,7 @@ import {
   postAnswer,
   remove,
   setApiKey,
+  watchThread,
 } from "./api.js";
 import {
   el,
@@ -31,6 +33,7 @@ const state = {
   conversationId: "", // the streamed conversation being shown
   threadId: "", // the queued thread being shown
   controller: null, // aborts the running stream
+  watches: new Set(), // abort controllers of the thread event streams following turns
 };
 
 function log() {
@@ -50,6 +53,8 @@ function append(item) {
 }
 
 function clearLog(title) {
+  for (const watch of state.watches) watch.abort(); // their turns are no longer shown
+  state.watches.clear();
   log().replaceChildren();
   $("empty").hidden = false;
   $("chat-title").textContent = title;
@@ -185,7 +190,43 @@ async function queueTurn(text) {
   question.dataset.turnId = turn.id;
   renderTurnState(question, turn.state);
   refreshSidebar();
-  pollTurn(question, turn.id);
+  followTurn(question, turn);
+}
+
+// Follows a queued turn until it is answered or fails, as the thread's event stream pushes its
+// changes (issue 37). If the stream cannot be opened or breaks off first, polls instead.
+async function followTurn(question, turn) {
+  const controller = new AbortController();
+  state.watches.add(controller);
+  try {
+    for await (const { event, data } of watchThread(turn.thread_id, controller.signal)) {
+      if (!question.isConnected) return; // the user moved to another conversation
+      if (event === "turn" && data.turn.id === turn.id && (await settle(question, data.turn))) {
+        return;
+      }
+      if (event === "deleted" || event === "error") break;
+    }
+  } catch (err) {
+    if (err.name === "AbortError") return; // closed on purpose (clearLog)
+  } finally {
+    controller.abort();
+    state.watches.delete(controller);
+  }
+  if (question.isConnected) pollTurn(question, turn.id);
+}
+
+// Shows a turn's state; true once it is final (answered, with its reply shown, or failed).
+async function settle(question, turn) {
+  renderTurnState(question, turn.state);
+  if (turn.state === "error") {
+    renderError(question, "TURN_FAILED", turn.error || "the worker could not answer");
+    return true;
+  }
+  if (turn.state === "answered") {
+    await showReply(question, turn);
+    return true;
+  }
+  return false;
 }
 
 // Rate limited, a service restarting, the gateway briefly unreachable: worth polling again.
@@ -213,15 +254,7 @@ async function pollTurn(question, turnId) {
       renderError(question, ...describe(err));
       return;
     }
-    renderTurnState(question, turn.state);
-    if (turn.state === "error") {
-      renderError(question, "TURN_FAILED", turn.error || "the worker could not answer");
-      return;
-    }
-    if (turn.state === "answered") {
-      await showReply(question, turn);
-      return;
-    }
+    if (await settle(question, turn)) return;
   }
 }
 
@@ -282,7 +315,7 @@ async function openThread(id, title) {
       if (t.role === "user") {
         renderTurnState(item, t.state);
         if (t.state === "error") renderError(item, "TURN_FAILED", t.error || "failed");
-        if (t.state === "pending" || t.state === "thinking") pollTurn(item, t.id);
+        if (t.state === "pending" || t.state === "thinking") followTurn(item, t);
       } else {
         renderCitations(item, t.citations, liftWithheldNote(item));
       }
