@@ -197,6 +197,23 @@ def test_a_source_named_only_beside_the_one_that_holds_the_claim_is_not_cited() 
     assert reading.answer.endswith("Check with `df -i`. [[Inodes]]")
 
 
+def test_a_claim_moves_to_the_source_that_holds_what_it_gives_to_type() -> None:
+    sources = [
+        source(1, "Out of inodes, no new files can be made. Check with `df -i`.", "Inodes"),
+        source(2, "Check how full each disk is with `df -h`, in sizes people read.", "Disk space"),
+    ]
+    question = "The disk was full with space left. What ran out, and how do I check?"
+    # The closing [2] names the note that holds the plain words, not the command; the first
+    # sentence restates the question and keeps nothing cited.
+    text = (
+        "The disk was full with space left. It ran out of inodes. "
+        "You check how full it is with `df -i`. [2]"
+    )
+    reading = read(text, sources, question)
+    assert [c.ref for c in reading.citations] == ["[[Inodes]]"]
+    assert reading.answer.endswith("with `df -i`. [[Inodes]]")
+
+
 def test_each_source_of_a_run_that_holds_a_part_no_other_holds_stays() -> None:
     sources = [
         source(1, "The boiler was serviced on 3 May by Aldwych Heating.", "Boiler"),

@@ -421,19 +421,33 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
     sources it names support it only by inference. That source must hold most of the claim's
     words, not only its figure: "$4 mm." is not moved to "threw 4 mugs". A claim that only
     restates the question ("Yes, there is something I still need to do about voting.") holds no
-    fact to move: its number, closing the sentence after it too, was meant for that one."""
+    fact to move: its number, closing the sentence after it too, was meant for that one.
+    A claim whose named sources lack something it gives to type or names exactly (a command, a
+    flag, a name: ``claim_check.specifics``) moves too, to a source that holds all of those:
+    "You can check it by running `df -i`. [2]" where [2] shows only `df -h` and [1] shows
+    `df -i` is [1]'s claim, however many of its plain words [2] also has."""
     named = list(dict.fromkeys(claim.named))
-    if (
-        not named
-        or not _says_more(claim.text, question)
-        or any(grade(claim.text, s, question).support != "inference" for s in named)
-    ):
+    if not named or not _says_more(claim.text, question):
+        return
+    exact = [
+        (kind, text)
+        for kind, text in specifics(claim.text)
+        if kind != "figure" and not _occurs_in(text, question)
+    ]
+
+    def holds_all(source: Source) -> bool:
+        return all(holds(kind, text, source.checkable) for kind, text in exact)
+
+    lacking = bool(exact) and not any(holds_all(s) for s in named)
+    if not lacking and any(grade(claim.text, s, question).support != "inference" for s in named):
         return
     words = [term for term in terms(claim.text) if not is_number(term)]
     graded = [
         (grade(claim.text, s, question), s)
         for s in sources
-        if s not in named and (not words or coverage(words, _held(s)) >= PARAPHRASE_AT)
+        if s not in named
+        and (not words or coverage(words, _held(s)) >= PARAPHRASE_AT)
+        and (not lacking or holds_all(s))
     ]
     best = max(graded, key=lambda pair: (_RANK[pair[0].support], pair[0].cover), default=None)
     if best is not None and best[0].support != "inference":
@@ -452,8 +466,10 @@ def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int
     they are named, in one run of numbers beside other sources ("... run `df -i`. [1][2]", a
     run after several sentences naming every source used anywhere), another source of the run
     holds the sentence better, and they hold nothing of it (no specific, no half of its other
-    words) that the better one lacks. A citation says where a claim comes from; a note named
-    only because it stood beside the right one in the briefing is not one. Numbers written at
+    words) that the better one lacks; or they are named only by sentences that restate the
+    question (a number closing those and a sentence moved to another source, ``_reanchor``). A
+    citation says where a claim comes from; a note named only because it stood beside the right
+    one in the briefing is not one. Numbers written at
     different places in a sentence ("£800 [1], and the boiler got fixed [2]") each vouch for
     their own part: those all stand."""
     earned: set[int] = set()
@@ -461,10 +477,10 @@ def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int
     for claim in claims:
         named = list(dict.fromkeys(claim.named))
         named_anywhere |= {s.number for s in named}
+        if not _says_more(claim.text, question):
+            continue  # it restates the question: it rests on no source
         if len(named) < 2 or not _one_run(claim.markers, text):
             earned |= {s.number for s in named}
-            continue
-        if not _says_more(claim.text, question):
             continue
         scores = {s.number: _score(claim.text, s, question) for s in named}
         top = max(scores.values())
