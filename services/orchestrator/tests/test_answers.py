@@ -214,6 +214,16 @@ def test_a_claim_moves_to_the_source_that_holds_what_it_gives_to_type() -> None:
     assert reading.answer.endswith("with `df -i`. [[Inodes]]")
 
 
+def test_a_sentence_about_the_sources_keeps_no_source_cited() -> None:
+    sources = [
+        source(1, "Out of inodes, no new files can be made. Check with `df -i`.", "Inodes"),
+        source(2, "The information in this note is about free disk space.", "Disk space"),
+    ]
+    text = "It ran out of inodes [1]. The source for this information is [1][2]."
+    reading = read(text, sources, "What ran out?")
+    assert [c.ref for c in reading.citations] == ["[[Inodes]]"]
+
+
 def test_each_source_of_a_run_that_holds_a_part_no_other_holds_stays() -> None:
     sources = [
         source(1, "The boiler was serviced on 3 May by Aldwych Heating.", "Boiler"),

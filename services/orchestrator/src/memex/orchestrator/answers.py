@@ -477,13 +477,15 @@ def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int
     for claim in claims:
         named = list(dict.fromkeys(claim.named))
         named_anywhere |= {s.number for s in named}
-        if not _says_more(claim.text, question):
-            continue  # it restates the question: it rests on no source
+        if not _says_more(claim.text, question) or _about_sources(claim.text):
+            continue  # it restates the question, or speaks of the sources: it rests on none
         if len(named) < 2 or not _one_run(claim.markers, text):
             earned |= {s.number for s in named}
             continue
         scores = {s.number: _score(claim.text, s, question) for s in named}
         top = max(scores.values())
+        if top[:2] == (0, _RANK["inference"]) and top[2] < SUPPORTED_AT:
+            continue  # none of them holds it ("The source for this is [1][2]."): no one earns
         leaders = [s for s in named if scores[s.number] == top]
         earned |= {s.number for s in leaders}
         others = [s for s in named if s not in leaders]
@@ -491,6 +493,19 @@ def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int
     if not earned:
         return set()
     return named_anywhere - earned
+
+
+# The words of a sentence about where an answer comes from ("The source for this information
+# is [1][2].", "This is found in the notes."), as ``terms`` reads them.
+_SOURCE_TALK = frozenset(
+    terms("source sources note notes excerpt excerpts information found given provided according")
+)
+
+
+def _about_sources(claim: str) -> bool:
+    """Whether ``claim`` says only where the answer comes from, nothing of its own."""
+    said = set(terms(claim))
+    return bool(said) and said <= _SOURCE_TALK
 
 
 def _one_run(markers: Sequence[tuple[int, int]], text: str) -> bool:
