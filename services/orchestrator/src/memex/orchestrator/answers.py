@@ -28,6 +28,7 @@ from memex.orchestrator.claim_check import (
 )
 from memex.orchestrator.claim_check import (
     Shown,
+    SpecificKind,
     holds,
     specifics,
     unsupported,
@@ -436,7 +437,7 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
     ]
 
     def holds_all(source: Source) -> bool:
-        return all(holds(kind, text, source.checkable) for kind, text in exact)
+        return len(_specifics_held(exact, source)) == len(exact)
 
     lacking = bool(exact) and not any(holds_all(s) for s in named)
     if not lacking and any(grade(claim.text, s, question).support != "inference" for s in named):
@@ -457,8 +458,14 @@ def _reanchor(claim: _Claim, sources: Sequence[Source], question: str) -> None:
 def _score(claim: str, source: Source, question: str) -> tuple[int, int, float]:
     """How well ``source`` holds ``claim``: how many of its specifics, then its grade."""
     graded = grade(claim, source, question)
-    kept = sum(holds(kind, text, source.checkable) for kind, text in specifics(claim))
-    return kept, _RANK[graded.support], graded.cover
+    return len(_specifics_held(specifics(claim), source)), _RANK[graded.support], graded.cover
+
+
+def _specifics_held(
+    found: Sequence[tuple[SpecificKind, str]], source: Source
+) -> list[tuple[SpecificKind, str]]:
+    """Those of the specifics ``found`` that ``source`` holds, as the claim check reads it."""
+    return [(kind, text) for kind, text in found if holds(kind, text, source.checkable)]
 
 
 def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int]:
@@ -469,9 +476,8 @@ def _idle_sources(claims: Sequence[_Claim], question: str, text: str) -> set[int
     words) that the better one lacks; or they are named only by sentences that restate the
     question (a number closing those and a sentence moved to another source, ``_reanchor``). A
     citation says where a claim comes from; a note named only because it stood beside the right
-    one in the briefing is not one. Numbers written at
-    different places in a sentence ("£800 [1], and the boiler got fixed [2]") each vouch for
-    their own part: those all stand."""
+    one in the briefing is not one. Numbers written at different places in a sentence ("£800
+    [1], and the boiler got fixed [2]") each vouch for their own part: those all stand."""
     earned: set[int] = set()
     named_anywhere: set[int] = set()
     for claim in claims:
@@ -520,11 +526,9 @@ def _one_run(markers: Sequence[tuple[int, int]], text: str) -> bool:
 def _adds_to(claim: str, source: Source, leaders: Sequence[Source], question: str) -> bool:
     """Whether ``source`` holds part of ``claim`` that none of ``leaders`` holds: one of its
     specifics, or at least half of its other words (two or more) that are not the question's."""
-    for kind, text in specifics(claim):
-        if not any(holds(kind, text, s.checkable) for s in leaders) and holds(
-            kind, text, source.checkable
-        ):
-            return True
+    theirs = {found for s in leaders for found in _specifics_held(specifics(claim), s)}
+    if any(found not in theirs for found in _specifics_held(specifics(claim), source)):
+        return True
     held = set().union(*(_held(s) for s in leaders))
     asked = set(terms(question))
     rest = [t for t in terms(claim) if t not in held and t not in asked]

@@ -56,10 +56,7 @@ def asked_kind(question: str) -> str:
 def gives_kind(kind: str, claims: Sequence[str], cited_notes: Iterable[str]) -> bool:
     """Whether an answer (its ``claims``) gives a thing of ``kind``: a specific of that kind's
     form, or the kind named in a note it cites."""
-    forms = KINDS.get(kind)
-    if forms is None:
-        return True
-    if any(forms & _kinds(claim) for claim in claims):
+    if any(KINDS[kind] & _kinds(claim) for claim in claims):
         return True
     spoken = re.compile(rf"\b{re.escape(kind)}(?:e?s)?\b", re.IGNORECASE)
     return any(spoken.search(text) for text in cited_notes)
