@@ -16,7 +16,17 @@ from mcp.types import CallToolResult
 from .conftest import DemoStack
 
 pytestmark = [pytest.mark.e2e]
-TOOLS = {"ask", "search", "query_records", "person_timeline", "list_inbox", "get_note"}
+TOOLS = {
+    "ask",
+    "search",
+    "query_records",
+    "person_timeline",
+    "list_inbox",
+    "get_note",
+    "list_beliefs",
+    "review_belief",
+    "forget_belief",
+}
 
 
 async def with_session(env: dict[str, str], body: Any) -> Any:

@@ -22,6 +22,8 @@ from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
 
+from .fake_beliefs import FakeBeliefs
+
 Context = grpc.aio.ServicerContext[Any, Any]
 # How a streaming handler learns its call was cancelled: CancelledError while it awaits, but
 # GeneratorExit at its `yield` when grpc.aio was cancelled while sending the last message (the
@@ -198,7 +200,7 @@ class MemoryReads:
         )
 
 
-class FakeOrchestrator(MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer):
+class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer):
     """Conversations, threads and turns in memory; chat replies from a script.
 
     Personas: analyst (ask default), friend (chat default) and a user's own, historian.
@@ -527,5 +529,5 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the gateway does not call this")
 
     Search = UpsertRecords = DeleteRecords = QueryRecords = PersonTimeline = _unused
-    ListInbox = GetNote = DeleteNote = _unused
+    ListInbox = GetNote = DeleteNote = ListNotes = _unused
     IndexVault = _unused  # type: ignore[assignment]

@@ -25,6 +25,7 @@ from memex.gateway.models import ErrorBody
 from memex.gateway.routes import (
     admin,
     ask,
+    beliefs,
     chat,
     conversations,
     notes,
@@ -140,6 +141,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         conversations.router,
         turns.router,
         notes.router,
+        beliefs.router,
         admin.router,
     ):
         app.include_router(router)

@@ -138,6 +138,31 @@ ITEM_KIND_OBSERVATION: ItemKind.ValueType  # 4
 """A record from a connector."""
 Global___ItemKind: _TypeAlias = ItemKind  # noqa: Y015
 
+class _BeliefVerdict:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _BeliefVerdictEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BeliefVerdict.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    BELIEF_VERDICT_UNSPECIFIED: _BeliefVerdict.ValueType  # 0
+    BELIEF_VERDICT_CONFIRM: _BeliefVerdict.ValueType  # 1
+    """The person agrees: it stays active and is marked confirmed."""
+    BELIEF_VERDICT_REJECT: _BeliefVerdict.ValueType  # 2
+    """The person disagrees: it is kept as rejected, loads nowhere, and is not made again from the
+    same evidence.
+    """
+
+class BeliefVerdict(_BeliefVerdict, metaclass=_BeliefVerdictEnumTypeWrapper): ...
+
+BELIEF_VERDICT_UNSPECIFIED: BeliefVerdict.ValueType  # 0
+BELIEF_VERDICT_CONFIRM: BeliefVerdict.ValueType  # 1
+"""The person agrees: it stays active and is marked confirmed."""
+BELIEF_VERDICT_REJECT: BeliefVerdict.ValueType  # 2
+"""The person disagrees: it is kept as rejected, loads nowhere, and is not made again from the
+same evidence.
+"""
+Global___BeliefVerdict: _TypeAlias = BeliefVerdict  # noqa: Y015
+
 @_typing.final
 class GroundingReport(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -2098,3 +2123,325 @@ class ForgetCheck(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForgetCheck: _TypeAlias = ForgetCheck  # noqa: Y015
+
+@_typing.final
+class BeliefEvidence(_message.Message):
+    """One quote a belief rests on (or that disagrees with it), graded against its note (SPEC B10)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    QUOTE_FIELD_NUMBER: _builtins.int
+    SUPPORT_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    date: _builtins.str
+    """The note's date, YYYY-MM-DD."""
+    quote: _builtins.str
+    support: _common_pb2.Support.ValueType
+    """SUPPORT_VERBATIM when the quote is in the note (whitespace squashed, case folded), else
+    SUPPORT_PARAPHRASE (kept only when close: most of its words in one sentence of the note).
+    """
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        date: _builtins.str = ...,
+        quote: _builtins.str = ...,
+        support: _common_pb2.Support.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "episode_id", b"episode_id", "quote", b"quote", "support", b"support", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BeliefEvidence: _TypeAlias = BeliefEvidence  # noqa: Y015
+
+@_typing.final
+class Belief(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    STATEMENT_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    CONFIDENCE_FIELD_NUMBER: _builtins.int
+    EVIDENCE_FIELD_NUMBER: _builtins.int
+    CONTRADICTED_BY_FIELD_NUMBER: _builtins.int
+    CONFIRMED_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    DERIVED_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """"beliefs" record id."""
+    statement: _builtins.str
+    status: _builtins.str
+    """"active", "contested" (a newer note disagrees) or "rejected" (by the person)."""
+    confidence: _builtins.float
+    """0..1."""
+    confirmed: _builtins.bool
+    """The person confirmed it."""
+    date: _builtins.str
+    """YYYY-MM-DD it was last derived (or, for the vault's own, its created date)."""
+    model: _builtins.str
+    """The model that derived it; empty for the vault's own."""
+    sensitive: _builtins.bool
+    derived: _builtins.bool
+    """Made by the learning loop (true) or written in the vault's records/beliefs.jsonl (false)."""
+    @_builtins.property
+    def evidence(self) -> _containers.RepeatedCompositeFieldContainer[Global___BeliefEvidence]: ...
+    @_builtins.property
+    def contradicted_by(self) -> _containers.RepeatedCompositeFieldContainer[Global___BeliefEvidence]:
+        """Quotes of notes that disagree; one newer than every supporting note makes it contested."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        statement: _builtins.str = ...,
+        status: _builtins.str = ...,
+        confidence: _builtins.float = ...,
+        evidence: _abc.Iterable[Global___BeliefEvidence] | None = ...,
+        contradicted_by: _abc.Iterable[Global___BeliefEvidence] | None = ...,
+        confirmed: _builtins.bool = ...,
+        date: _builtins.str = ...,
+        model: _builtins.str = ...,
+        sensitive: _builtins.bool = ...,
+        derived: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["confidence", b"confidence", "confirmed", b"confirmed", "contradicted_by", b"contradicted_by", "date", b"date", "derived", b"derived", "evidence", b"evidence", "id", b"id", "model", b"model", "sensitive", b"sensitive", "statement", b"statement", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Belief: _TypeAlias = Belief  # noqa: Y015
+
+@_typing.final
+class ReflectRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    MAX_EPISODES_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    since: _builtins.str
+    """The notes' window, YYYY-MM-DD inclusive; an empty since means the last reflect_days days."""
+    until: _builtins.str
+    max_episodes: _builtins.int
+    """Newest notes read at most; 0 means the reflect_max_episodes setting."""
+    include_sensitive: _builtins.bool
+    """Let sensitive notes feed it when the reasoner may see them (a local one, so set)."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        since: _builtins.str = ...,
+        until: _builtins.str = ...,
+        max_episodes: _builtins.int = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "max_episodes", b"max_episodes", "since", b"since", "tenant", b"tenant", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReflectRequest: _TypeAlias = ReflectRequest  # noqa: Y015
+
+@_typing.final
+class ReflectResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODES_READ_FIELD_NUMBER: _builtins.int
+    EPISODES_WITHHELD_FIELD_NUMBER: _builtins.int
+    MODEL_CALLS_FIELD_NUMBER: _builtins.int
+    PROPOSED_FIELD_NUMBER: _builtins.int
+    DROPPED_UNQUOTED_FIELD_NUMBER: _builtins.int
+    DROPPED_REJECTED_FIELD_NUMBER: _builtins.int
+    BELIEFS_FIELD_NUMBER: _builtins.int
+    QUOTES_FIELD_NUMBER: _builtins.int
+    QUOTES_VERBATIM_FIELD_NUMBER: _builtins.int
+    SECONDS_FIELD_NUMBER: _builtins.int
+    UNREADABLE_FIELD_NUMBER: _builtins.int
+    episodes_read: _builtins.int
+    """Notes sent to the model, and sensitive notes held back from it."""
+    episodes_withheld: _builtins.int
+    model_calls: _builtins.int
+    proposed: _builtins.int
+    """Conclusions the model proposed, and why those not kept were dropped."""
+    dropped_unquoted: _builtins.int
+    dropped_rejected: _builtins.int
+    quotes: _builtins.int
+    """Their supporting quotes, and how many of those were graded verbatim."""
+    quotes_verbatim: _builtins.int
+    seconds: _builtins.float
+    unreadable: _builtins.int
+    """Model replies that could not be read as JSON (their notes gave nothing)."""
+    @_builtins.property
+    def beliefs(self) -> _containers.RepeatedCompositeFieldContainer[Global___Belief]:
+        """The beliefs this run made or updated."""
+
+    def __init__(
+        self,
+        *,
+        episodes_read: _builtins.int = ...,
+        episodes_withheld: _builtins.int = ...,
+        model_calls: _builtins.int = ...,
+        proposed: _builtins.int = ...,
+        dropped_unquoted: _builtins.int = ...,
+        dropped_rejected: _builtins.int = ...,
+        beliefs: _abc.Iterable[Global___Belief] | None = ...,
+        quotes: _builtins.int = ...,
+        quotes_verbatim: _builtins.int = ...,
+        seconds: _builtins.float = ...,
+        unreadable: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["beliefs", b"beliefs", "dropped_rejected", b"dropped_rejected", "dropped_unquoted", b"dropped_unquoted", "episodes_read", b"episodes_read", "episodes_withheld", b"episodes_withheld", "model_calls", b"model_calls", "proposed", b"proposed", "quotes", b"quotes", "quotes_verbatim", b"quotes_verbatim", "seconds", b"seconds", "unreadable", b"unreadable"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReflectResponse: _TypeAlias = ReflectResponse  # noqa: Y015
+
+@_typing.final
+class ListBeliefsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    INCLUDE_REJECTED_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    include_sensitive: _builtins.bool
+    include_rejected: _builtins.bool
+    limit: _builtins.int
+    """0-1000; 0 means 100."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
+        include_rejected: _builtins.bool = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_rejected", b"include_rejected", "include_sensitive", b"include_sensitive", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListBeliefsRequest: _TypeAlias = ListBeliefsRequest  # noqa: Y015
+
+@_typing.final
+class ListBeliefsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BELIEFS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def beliefs(self) -> _containers.RepeatedCompositeFieldContainer[Global___Belief]: ...
+    def __init__(
+        self,
+        *,
+        beliefs: _abc.Iterable[Global___Belief] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["beliefs", b"beliefs"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListBeliefsResponse: _TypeAlias = ListBeliefsResponse  # noqa: Y015
+
+@_typing.final
+class ReviewBeliefRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    VERDICT_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    id: _builtins.str
+    verdict: Global___BeliefVerdict.ValueType
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        id: _builtins.str = ...,
+        verdict: Global___BeliefVerdict.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "tenant", b"tenant", "verdict", b"verdict"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewBeliefRequest: _TypeAlias = ReviewBeliefRequest  # noqa: Y015
+
+@_typing.final
+class ReviewBeliefResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BELIEF_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def belief(self) -> Global___Belief: ...
+    def __init__(
+        self,
+        *,
+        belief: Global___Belief | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["belief", b"belief"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["belief", b"belief"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReviewBeliefResponse: _TypeAlias = ReviewBeliefResponse  # noqa: Y015
+
+@_typing.final
+class ForgetBeliefRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    id: _builtins.str
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetBeliefRequest: _TypeAlias = ForgetBeliefRequest  # noqa: Y015
+
+@_typing.final
+class ForgetBeliefResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DELETED_FIELD_NUMBER: _builtins.int
+    deleted: _builtins.int
+    def __init__(
+        self,
+        *,
+        deleted: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ForgetBeliefResponse: _TypeAlias = ForgetBeliefResponse  # noqa: Y015

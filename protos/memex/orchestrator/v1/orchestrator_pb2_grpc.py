@@ -134,6 +134,26 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.FromString,
                 _registered_method=True)
+        self.Reflect = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/Reflect',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectResponse.FromString,
+                _registered_method=True)
+        self.ListBeliefs = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ListBeliefs',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsResponse.FromString,
+                _registered_method=True)
+        self.ReviewBelief = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ReviewBelief',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefResponse.FromString,
+                _registered_method=True)
+        self.ForgetBelief = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/ForgetBelief',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefResponse.FromString,
+                _registered_method=True)
 
 
 class OrchestratorServiceServicer:
@@ -296,6 +316,43 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Reflect(self, request, context):
+        """-- beliefs: the learning loop (issue 37, docs/reflect.md) ----------------------------------
+        Reads the person's own notes dated in a window (never the assistant's replies, SPEC B11;
+        sensitive notes never reach a remote reasoner, SPEC B3), asks the reasoner for conclusions
+        with quotes (each call audited, SPEC B4), grades the quotes (SPEC B10), and writes the
+        beliefs that rest on a verbatim or close quote as records of the beliefs collection, where
+        ask and chat load them (SPEC B5-B7). A belief rejected before is not made again from the
+        same evidence. INVALID_ARGUMENT for a bad window or max_episodes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBeliefs(self, request, context):
+        """The beliefs collection as beliefs (derived and the vault's own), newest first; sensitive
+        ones only when asked, rejected ones only when asked.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReviewBelief(self, request, context):
+        """Confirms or rejects a derived belief. NOT_FOUND for an unknown id; FAILED_PRECONDITION for a
+        belief the vault holds (edit records/beliefs.jsonl instead); INVALID_ARGUMENT for no verdict.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetBelief(self, request, context):
+        """Deletes a derived belief (a rejected one too: it may then be made again). NOT_FOUND and
+        FAILED_PRECONDITION as ReviewBelief.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OrchestratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -398,6 +455,26 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ForgetNote,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.SerializeToString,
+            ),
+            'Reflect': grpc.unary_unary_rpc_method_handler(
+                    servicer.Reflect,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectResponse.SerializeToString,
+            ),
+            'ListBeliefs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBeliefs,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsResponse.SerializeToString,
+            ),
+            'ReviewBelief': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReviewBelief,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefResponse.SerializeToString,
+            ),
+            'ForgetBelief': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetBelief,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -940,6 +1017,114 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ForgetNote',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reflect(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/Reflect',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReflectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBeliefs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ListBeliefs',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListBeliefsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReviewBelief(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ReviewBelief',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReviewBeliefResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetBelief(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ForgetBelief',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ForgetBeliefResponse.FromString,
             options,
             channel_credentials,
             insecure,

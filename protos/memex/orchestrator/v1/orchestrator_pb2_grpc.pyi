@@ -98,6 +98,27 @@ class OrchestratorServiceStub:
     then searches every store for it and returns a receipt. complete is false when anything
     remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
     """
+    Reflect: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ReflectRequest, _orchestrator_pb2.ReflectResponse]
+    """-- beliefs: the learning loop (issue 37, docs/reflect.md) ----------------------------------
+    Reads the person's own notes dated in a window (never the assistant's replies, SPEC B11;
+    sensitive notes never reach a remote reasoner, SPEC B3), asks the reasoner for conclusions
+    with quotes (each call audited, SPEC B4), grades the quotes (SPEC B10), and writes the
+    beliefs that rest on a verbatim or close quote as records of the beliefs collection, where
+    ask and chat load them (SPEC B5-B7). A belief rejected before is not made again from the
+    same evidence. INVALID_ARGUMENT for a bad window or max_episodes.
+    """
+    ListBeliefs: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListBeliefsRequest, _orchestrator_pb2.ListBeliefsResponse]
+    """The beliefs collection as beliefs (derived and the vault's own), newest first; sensitive
+    ones only when asked, rejected ones only when asked.
+    """
+    ReviewBelief: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ReviewBeliefRequest, _orchestrator_pb2.ReviewBeliefResponse]
+    """Confirms or rejects a derived belief. NOT_FOUND for an unknown id; FAILED_PRECONDITION for a
+    belief the vault holds (edit records/beliefs.jsonl instead); INVALID_ARGUMENT for no verdict.
+    """
+    ForgetBelief: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ForgetBeliefRequest, _orchestrator_pb2.ForgetBeliefResponse]
+    """Deletes a derived belief (a rejected one too: it may then be made again). NOT_FOUND and
+    FAILED_PRECONDITION as ReviewBelief.
+    """
 
 @_typing.type_check_only
 class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
@@ -168,6 +189,27 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
     then searches every store for it and returns a receipt. complete is false when anything
     remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
+    """
+    Reflect: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ReflectRequest, _orchestrator_pb2.ReflectResponse]  # type: ignore[assignment]
+    """-- beliefs: the learning loop (issue 37, docs/reflect.md) ----------------------------------
+    Reads the person's own notes dated in a window (never the assistant's replies, SPEC B11;
+    sensitive notes never reach a remote reasoner, SPEC B3), asks the reasoner for conclusions
+    with quotes (each call audited, SPEC B4), grades the quotes (SPEC B10), and writes the
+    beliefs that rest on a verbatim or close quote as records of the beliefs collection, where
+    ask and chat load them (SPEC B5-B7). A belief rejected before is not made again from the
+    same evidence. INVALID_ARGUMENT for a bad window or max_episodes.
+    """
+    ListBeliefs: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListBeliefsRequest, _orchestrator_pb2.ListBeliefsResponse]  # type: ignore[assignment]
+    """The beliefs collection as beliefs (derived and the vault's own), newest first; sensitive
+    ones only when asked, rejected ones only when asked.
+    """
+    ReviewBelief: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ReviewBeliefRequest, _orchestrator_pb2.ReviewBeliefResponse]  # type: ignore[assignment]
+    """Confirms or rejects a derived belief. NOT_FOUND for an unknown id; FAILED_PRECONDITION for a
+    belief the vault holds (edit records/beliefs.jsonl instead); INVALID_ARGUMENT for no verdict.
+    """
+    ForgetBelief: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ForgetBeliefRequest, _orchestrator_pb2.ForgetBeliefResponse]  # type: ignore[assignment]
+    """Deletes a derived belief (a rejected one too: it may then be made again). NOT_FOUND and
+    FAILED_PRECONDITION as ReviewBelief.
     """
 
 class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -356,6 +398,51 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         telemetry rows that reference or quote it, and the text of LLM log entries that quote it;
         then searches every store for it and returns a receipt. complete is false when anything
         remains. NOT_FOUND / INVALID_ARGUMENT as retrieval's DeleteNote.
+        """
+
+    @_abc_1.abstractmethod
+    def Reflect(
+        self,
+        request: _orchestrator_pb2.ReflectRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ReflectResponse, _abc.Awaitable[_orchestrator_pb2.ReflectResponse]]:
+        """-- beliefs: the learning loop (issue 37, docs/reflect.md) ----------------------------------
+        Reads the person's own notes dated in a window (never the assistant's replies, SPEC B11;
+        sensitive notes never reach a remote reasoner, SPEC B3), asks the reasoner for conclusions
+        with quotes (each call audited, SPEC B4), grades the quotes (SPEC B10), and writes the
+        beliefs that rest on a verbatim or close quote as records of the beliefs collection, where
+        ask and chat load them (SPEC B5-B7). A belief rejected before is not made again from the
+        same evidence. INVALID_ARGUMENT for a bad window or max_episodes.
+        """
+
+    @_abc_1.abstractmethod
+    def ListBeliefs(
+        self,
+        request: _orchestrator_pb2.ListBeliefsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ListBeliefsResponse, _abc.Awaitable[_orchestrator_pb2.ListBeliefsResponse]]:
+        """The beliefs collection as beliefs (derived and the vault's own), newest first; sensitive
+        ones only when asked, rejected ones only when asked.
+        """
+
+    @_abc_1.abstractmethod
+    def ReviewBelief(
+        self,
+        request: _orchestrator_pb2.ReviewBeliefRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ReviewBeliefResponse, _abc.Awaitable[_orchestrator_pb2.ReviewBeliefResponse]]:
+        """Confirms or rejects a derived belief. NOT_FOUND for an unknown id; FAILED_PRECONDITION for a
+        belief the vault holds (edit records/beliefs.jsonl instead); INVALID_ARGUMENT for no verdict.
+        """
+
+    @_abc_1.abstractmethod
+    def ForgetBelief(
+        self,
+        request: _orchestrator_pb2.ForgetBeliefRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.ForgetBeliefResponse, _abc.Awaitable[_orchestrator_pb2.ForgetBeliefResponse]]:
+        """Deletes a derived belief (a rejected one too: it may then be made again). NOT_FOUND and
+        FAILED_PRECONDITION as ReviewBelief.
         """
 
 def add_OrchestratorServiceServicer_to_server(servicer: OrchestratorServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -966,3 +966,92 @@ class DeleteNoteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteNoteResponse: _TypeAlias = DeleteNoteResponse  # noqa: Y015
+
+@_typing.final
+class ListNotesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    SINCE_FIELD_NUMBER: _builtins.int
+    UNTIL_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    since: _builtins.str
+    """YYYY-MM-DD, inclusive; empty: no bound."""
+    until: _builtins.str
+    limit: _builtins.int
+    """At most this many (1000); 0 means 50."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        since: _builtins.str = ...,
+        until: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "since", b"since", "tenant", b"tenant", "until", b"until"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNotesRequest: _TypeAlias = ListNotesRequest  # noqa: Y015
+
+@_typing.final
+class NoteSummary(_message.Message):
+    """A note's metadata, as ListNotes returns it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    SENSITIVE_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    title: _builtins.str
+    path: _builtins.str
+    """Relative to the vault root."""
+    date: _builtins.str
+    """YYYY-MM-DD."""
+    sensitive: _builtins.bool
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        title: _builtins.str = ...,
+        path: _builtins.str = ...,
+        date: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "episode_id", b"episode_id", "path", b"path", "sensitive", b"sensitive", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteSummary: _TypeAlias = NoteSummary  # noqa: Y015
+
+@_typing.final
+class ListNotesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NOTES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteSummary]: ...
+    def __init__(
+        self,
+        *,
+        notes: _abc.Iterable[Global___NoteSummary] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["notes", b"notes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNotesResponse: _TypeAlias = ListNotesResponse  # noqa: Y015

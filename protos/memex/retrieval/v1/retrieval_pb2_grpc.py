@@ -79,6 +79,11 @@ class RetrievalServiceStub:
                 request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.SerializeToString,
                 response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.FromString,
                 _registered_method=True)
+        self.ListNotes = channel.unary_unary(
+                '/memex.retrieval.v1.RetrievalService/ListNotes',
+                request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.SerializeToString,
+                response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -154,6 +159,15 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNotes(self, request, context):
+        """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
+        one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
+        that is not YYYY-MM-DD or a window that ends before it starts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -201,6 +215,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.DeleteNote,
                     request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.FromString,
                     response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.SerializeToString,
+            ),
+            'ListNotes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNotes,
+                    request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.FromString,
+                    response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -446,6 +465,33 @@ class RetrievalService:
             '/memex.retrieval.v1.RetrievalService/DeleteNote',
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteRequest.SerializeToString,
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.DeleteNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNotes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.retrieval.v1.RetrievalService/ListNotes',
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.SerializeToString,
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -60,6 +60,11 @@ class RetrievalServiceStub:
     re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
     episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
     """
+    ListNotes: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.ListNotesRequest, _retrieval_pb2.ListNotesResponse]
+    """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
+    one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
+    that is not YYYY-MM-DD or a window that ends before it starts.
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -92,6 +97,11 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     searches for it again and counts what remains. Records the note's file as a tombstone so
     re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
     episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
+    """
+    ListNotes: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.ListNotesRequest, _retrieval_pb2.ListNotesResponse]  # type: ignore[assignment]
+    """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
+    one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
+    that is not YYYY-MM-DD or a window that ends before it starts.
     """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -176,6 +186,17 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         searches for it again and counts what remains. Records the note's file as a tombstone so
         re-indexing does not bring it back while the file is unchanged. NOT_FOUND for a note no
         episode id, path or title names; INVALID_ARGUMENT for an empty or ambiguous one.
+        """
+
+    @_abc_1.abstractmethod
+    def ListNotes(
+        self,
+        request: _retrieval_pb2.ListNotesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieval_pb2.ListNotesResponse, _abc.Awaitable[_retrieval_pb2.ListNotesResponse]]:
+        """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
+        one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
+        that is not YYYY-MM-DD or a window that ends before it starts.
         """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

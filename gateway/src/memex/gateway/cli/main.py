@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from memex.gateway.cli import (
     ask_commands,
+    beliefs_commands,
     certs_command,
     chat_command,
     embed_command,
@@ -112,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     forget_command.add_parser(commands)
     retrieval_commands.add_parsers(commands)
     records_commands.add_parsers(commands)
+    beliefs_commands.add_parsers(commands)
     generate_command.add_parser(commands)
     key_commands.add_parsers(commands)
     eval_command.add_parser(commands)

@@ -38,4 +38,15 @@ def build_server(
     server.add_tool(tools.person_timeline, title="Person timeline", annotations=read_only)
     server.add_tool(tools.list_inbox, title="Inbox", annotations=read_only)
     server.add_tool(tools.get_note, title="Read a cited note", annotations=read_only)
+    server.add_tool(tools.list_beliefs, title="Beliefs", annotations=read_only)
+    server.add_tool(
+        tools.review_belief,
+        title="Confirm or reject a belief",
+        annotations=ToolAnnotations(idempotent_hint=True, open_world_hint=False),
+    )
+    server.add_tool(
+        tools.forget_belief,
+        title="Forget a belief",
+        annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False),
+    )
     return server

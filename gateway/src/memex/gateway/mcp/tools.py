@@ -27,6 +27,7 @@ from memex.gateway.mcp.models import (
     Timeline,
 )
 from memex.gateway.present import ChannelName, Record, SearchHit
+from memex.gateway.present_beliefs import Belief, BeliefForgotten, BeliefsResponse
 from memex.orchestrator.v1 import orchestrator_pb2
 
 Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD")]
@@ -220,3 +221,52 @@ class Tools:
         )
         reply = await self.stack.orchestrator(lambda stub: stub.GetNote(request))
         return Note.from_proto(reply)
+
+    # -- beliefs, the learning loop's conclusions (issue 37, docs/reflect.md) --------------------
+
+    async def list_beliefs(
+        self,
+        include_rejected: Annotated[
+            bool, Field(description="also those the user rejected")
+        ] = False,
+        limit: Annotated[int, Field(ge=0, le=1000, description="0 = default (100)")] = 0,
+        include_sensitive: Sensitive = False,
+    ) -> BeliefsResponse:
+        """Conclusions drawn from the user's notes (derived overnight by `memex reflect`, or
+        written in the vault), newest first, each with its status (active, contested, rejected),
+        confidence and the graded quotes it rests on. They are conclusions, not the user's
+        words: cite the quotes' notes, not the belief, for what the user said."""
+        request = orchestrator_pb2.ListBeliefsRequest(
+            include_rejected=include_rejected,
+            limit=limit,
+            include_sensitive=self._sensitive(include_sensitive),
+        )
+        reply = await self.stack.orchestrator(lambda stub: stub.ListBeliefs(request))
+        return BeliefsResponse(beliefs=[Belief.from_proto(b) for b in reply.beliefs])
+
+    async def review_belief(
+        self,
+        belief_id: Annotated[str, Field(min_length=1, description="an id list_beliefs gave")],
+        verdict: Literal["confirm", "reject"],
+    ) -> Belief:
+        """Records the user's verdict on a derived belief: confirm keeps it active and marks it
+        confirmed; reject keeps it out of every answer and it is not derived again from the same
+        evidence. Only when the user says so."""
+        request = orchestrator_pb2.ReviewBeliefRequest(
+            id=belief_id,
+            verdict=orchestrator_pb2.BELIEF_VERDICT_CONFIRM
+            if verdict == "confirm"
+            else orchestrator_pb2.BELIEF_VERDICT_REJECT,
+        )
+        reply = await self.stack.orchestrator(lambda stub: stub.ReviewBelief(request))
+        return Belief.from_proto(reply.belief)
+
+    async def forget_belief(
+        self,
+        belief_id: Annotated[str, Field(min_length=1, description="an id list_beliefs gave")],
+    ) -> BeliefForgotten:
+        """Deletes a derived belief (a rejected one may then be derived again). Only when the
+        user says so."""
+        request = orchestrator_pb2.ForgetBeliefRequest(id=belief_id)
+        reply = await self.stack.orchestrator(lambda stub: stub.ForgetBelief(request))
+        return BeliefForgotten(deleted=reply.deleted)

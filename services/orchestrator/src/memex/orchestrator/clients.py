@@ -17,6 +17,7 @@ from memex.orchestrator.ports import (
     ForgetCount,
     ForgottenNote,
     GenerateOptions,
+    NoteSummary,
     ReasonerInfo,
     SearchSpec,
     Usage,
@@ -107,7 +108,16 @@ class GrpcMemory:
         self._channel = open_channel(
             address,
             service="memex.retrieval.v1.RetrievalService",
-            idempotent_methods=["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"],
+            idempotent_methods=[
+                "Search",
+                "QueryRecords",
+                "PersonTimeline",
+                "ListInbox",
+                "GetNote",
+                "ListNotes",
+                "UpsertRecords",
+                "DeleteRecords",
+            ],
         )
         self._stub = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
 
@@ -181,6 +191,39 @@ class GrpcMemory:
     async def note(self, tenant: str, episode_id: str) -> Note:
         request = retrieval_pb2.GetNoteRequest(tenant=tenant, episode_id=episode_id)
         return _note(await self._call(self._stub.GetNote, request))
+
+    # What the learning loop reads and writes (issue 37, ``reflect.py``).
+
+    async def list_notes(
+        self, tenant: str, since: str, until: str, limit: int
+    ) -> list[NoteSummary]:
+        request = retrieval_pb2.ListNotesRequest(
+            tenant=tenant, since=since, until=until, limit=limit
+        )
+        reply = await self._call(self._stub.ListNotes, request)
+        return [
+            NoteSummary(n.episode_id, n.title, n.path, n.date, tuple(n.tags), n.sensitive)
+            for n in reply.notes
+        ]
+
+    async def upsert_records(self, tenant: str, records: Sequence[Record]) -> int:
+        wire = []
+        for r in records:
+            fields = struct_pb2.Struct()
+            fields.update(r.fields)
+            wire.append(
+                retrieval_pb2.Record(
+                    collection=r.collection, id=r.id, fields=fields, sensitive=r.sensitive
+                )
+            )
+        request = retrieval_pb2.UpsertRecordsRequest(tenant=tenant, records=wire)
+        return int((await self._call(self._stub.UpsertRecords, request)).upserted)
+
+    async def delete_records(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
+        request = retrieval_pb2.DeleteRecordsRequest(
+            tenant=tenant, collection=collection, ids=list(ids)
+        )
+        return int((await self._call(self._stub.DeleteRecords, request)).deleted)
 
     # The plan hop's tools (SPEC B1): the same reads, as items to brief the model with.
 

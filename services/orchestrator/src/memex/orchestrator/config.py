@@ -136,6 +136,36 @@ class OrchestratorSettings(ServiceSettings):
         '("How many kilometres..." against "Odometer: 99,870 km.") and is cut from a '
         "tighter window.",
     )
+    reflect_nightly: bool = Field(
+        True,
+        description="The chat worker runs the learning loop (`memex reflect`, docs/reflect.md) "
+        "once a night at reflect_at; never on a remote reasoner unless reflect_remote.",
+    )
+    reflect_at: str = Field(
+        "03:30",
+        pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        description="Local time (HH:MM) of the nightly reflect run.",
+    )
+    reflect_remote: bool = Field(
+        False,
+        description="Let the nightly run send notes to a remote reasoner (sensitive notes never "
+        "go to one, whatever this says).",
+    )
+    reflect_days: int = Field(
+        7, ge=0, description="Days of notes a reflect run reads when it names no since; 0: all."
+    )
+    reflect_max_episodes: int = Field(
+        40, ge=1, le=200, description="Newest notes a reflect run reads at most."
+    )
+    reflect_batch_chars: int = Field(
+        3600, ge=500, description="Characters of notes sent to the model in one reflect call."
+    )
+    reflect_note_chars: int = Field(
+        1600, ge=200, description="Characters of one note a reflect call shows (its start)."
+    )
+    reflect_max_tokens: int = Field(
+        450, gt=0, description="Token budget of one reflect call's reply (its JSON)."
+    )
     worker_poll_seconds: float = Field(2.0, gt=0, description="Chat worker poll interval.")
     worker_context_chars: int = Field(4000, gt=0, description="Thread context cap per queued turn.")
     worker_id: str = Field(

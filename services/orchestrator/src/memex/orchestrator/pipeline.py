@@ -102,6 +102,16 @@ def dated_search(question: str, query: str, today: dt.date | None = None) -> tup
     return (Step("search_vault", query=query, since=since, until=until),)
 
 
+def briefed_belief(item: ShownItem, persona: Persona) -> bool:
+    """Whether a looked-up item may be briefed as the beliefs channel would brief it (SPEC B6):
+    anything but a belief; an active belief; a contested one for a persona that includes them
+    (the skeptic); never one the person rejected (docs/reflect.md)."""
+    if item.kind != "belief":
+        return True
+    status = str(item.attributes.get("status") or "active").casefold()
+    return status == "active" or (status == "contested" and persona.include_contested)
+
+
 class Retriever:
     """Reads memory through the retrieval port, shaped by a persona (always local, no model)."""
 
@@ -152,9 +162,10 @@ class Retriever:
                     tenant, persona, step.query, since=step.since, until=step.until
                 )
             if step.tool == "query_records":
-                return await self._memory.query_records(
+                found = await self._memory.query_records(
                     tenant, step.collection, step.filters, "", persona.chunks
                 )
+                return [i for i in found if briefed_belief(i, persona)]
             if step.tool == "person_timeline":
                 return await self._memory.person_timeline(tenant, step.entity_id, persona.chunks)
             return await self._memory.list_inbox(tenant, persona.chunks)

@@ -76,6 +76,18 @@ class SearchSpec:
 
 
 @dataclass(frozen=True)
+class NoteSummary:
+    """A note's metadata without its text, as the learning loop lists notes."""
+
+    episode_id: str
+    title: str
+    path: str
+    date: str
+    tags: tuple[str, ...] = ()
+    sensitive: bool = False
+
+
+@dataclass(frozen=True)
 class ForgetCount:
     """One receipt line: things of one kind a store removed, and how many remain."""
 
@@ -169,4 +181,38 @@ class Memory(NoteEraser, Protocol):
 
     async def note(self, tenant: str, episode_id: str) -> Note:
         """One note by id; NotFound for an unknown one."""
+        ...
+
+
+class BeliefMemory(Protocol):
+    """What the learning loop needs of the retrieval stage (issue 37): the notes of a window,
+    a note's text, and the beliefs collection to read and write."""
+
+    async def list_notes(
+        self, tenant: str, since: str, until: str, limit: int
+    ) -> list[NoteSummary]:
+        """Notes dated ``since``..``until``, newest first, at most ``limit``."""
+        ...
+
+    async def note(self, tenant: str, episode_id: str) -> Note:
+        """One note by id; NotFound for an unknown one."""
+        ...
+
+    async def records(
+        self,
+        tenant: str,
+        collection: str,
+        filters: Sequence[tuple[str, str, object]],
+        sort: str,
+        limit: int,
+    ) -> list[Record]:
+        """Records of one allowlisted collection."""
+        ...
+
+    async def upsert_records(self, tenant: str, records: Sequence[Record]) -> int:
+        """Creates or replaces records by id."""
+        ...
+
+    async def delete_records(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
+        """Deletes records by id; unknown ids are ignored."""
         ...

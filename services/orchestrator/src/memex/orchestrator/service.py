@@ -26,8 +26,9 @@ from memex.orchestrator.generation import Generator
 from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
 from memex.orchestrator.policy import WITHHELD_READ
-from memex.orchestrator.ports import Memory, Reasoner, ReasonerInfo
+from memex.orchestrator.ports import BeliefMemory, Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.reads import Reads
+from memex.orchestrator.reflect import Reflector
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.text import conversation_title
 from memex.shared.errors import InvalidArgument, MemexError, ResourceExhausted, Unavailable
@@ -49,6 +50,7 @@ class Orchestrator:
     chatter: Chatter
     reads: Reads
     forgetter: NoteForgetter
+    reflector: Reflector | None = None  # needs a memory that writes beliefs (GrpcMemory does)
 
     def tenant(self, tenant: str) -> str:
         """The request's tenant, or the default one."""
@@ -144,6 +146,12 @@ class Orchestrator:
         await asyncio.to_thread(self.store.scrub)  # best effort: the old pages in the WAL
         return deleted
 
+    def beliefs(self) -> Reflector:
+        """The learning loop; Unavailable where this orchestrator was built without one."""
+        if self.reflector is None:
+            raise Unavailable("this orchestrator has no belief store (retrieval) to reflect into")
+        return self.reflector
+
     async def forget_note(self, tenant: str, note: str, dry_run: bool) -> NoteReceipt:
         """Forgets a note everywhere and checks every store (``forget.NoteForgetter``)."""
         return await self.forgetter.forget(tenant, note, dry_run=dry_run)
@@ -156,13 +164,15 @@ def build_orchestrator(
     reasoner: Reasoner,
     info: ReasonerInfo,
     personas: Personas,
+    beliefs: BeliefMemory | None = None,
 ) -> Orchestrator:
     """The stages, each with only what it needs, and ask and chat over them. Every model call
     goes through one ``AuditedReasoner`` that logs to the store's LLM log (SPEC B4)."""
     audited = AuditedReasoner(reasoner, store, info.model)
+    sensitivity = Sensitivity(info.local, settings.local_sees_sensitive)
     pipeline = Pipeline(
         retriever=Retriever(memory, settings.rrf_k, settings.search_record_collections),
-        sensitivity=Sensitivity(info.local, settings.local_sees_sensitive),
+        sensitivity=sensitivity,
         briefer=Briefer(settings, info),
         generator=Generator(audited),
         recorder=Recorder(store, info.model),
@@ -176,6 +186,7 @@ def build_orchestrator(
         Chatter(settings, personas, pipeline, store),
         Reads(memory, personas, pipeline.recorder),
         NoteForgetter(memory, store),
+        Reflector(beliefs, audited, sensitivity, settings) if beliefs is not None else None,
     )
 
 
@@ -222,7 +233,9 @@ async def open_orchestrator(
             "reasoner: %s %s (%s)", info.engine, info.model, "local" if info.local else "remote"
         )
         personas = load_personas(settings.personas_dir)
-        orchestrator = build_orchestrator(settings, store, memory, reasoner, info, personas)
+        orchestrator = build_orchestrator(
+            settings, store, memory, reasoner, info, personas, beliefs=memory
+        )
         following = asyncio.create_task(
             _follow_reasoner_speed(reasoner.info, orchestrator.pipeline.briefer)
         )

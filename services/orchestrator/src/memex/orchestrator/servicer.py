@@ -13,6 +13,7 @@ from memex.common.v1 import common_pb2
 from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.ask import AskResult
+from memex.orchestrator.beliefs_servicer import BeliefsServicer
 from memex.orchestrator.forget import NoteReceipt
 from memex.orchestrator.items import Citation
 from memex.orchestrator.persona import Persona, Personas
@@ -204,8 +205,9 @@ def _citations(citations: Sequence[Citation]) -> list[common_pb2.Citation]:
     return [citation_pb(c) for c in citations]
 
 
-class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServiceServicer):
-    """Implements memex.orchestrator.v1.OrchestratorService."""
+class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorServiceServicer):
+    """Implements memex.orchestrator.v1.OrchestratorService (the belief RPCs in
+    ``beliefs_servicer.py``)."""
 
     def __init__(self, slot: EngineSlot[Orchestrator]) -> None:
         self._slot = slot

@@ -6,6 +6,10 @@ transaction; any failure marks the turn error and the loop goes on. On start it 
 turns it held when it last died, and any turn whose worker's lease ran out. Stopping it puts the
 turn in hand back to pending, so nothing is lost.
 
+Beside the loop it runs the learning loop once a night (``reflect_at``, docs/reflect.md) for the
+default tenant, unless ``reflect_nightly`` is off or the reasoner is remote and
+``reflect_remote`` is not set.
+
 It runs as a process of the stack (`memex up` starts it, the supervisor restarts it): a small gRPC
 server on loopback reports health SERVING while the loop runs, and its metrics are served on
 ``MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT``. If the loop dies, the process exits non-zero.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -152,6 +157,48 @@ def thread_history(prior: list[Turn], *, include_sensitive: bool) -> list[PriorT
     return history
 
 
+def seconds_until(at: str, now: dt.datetime) -> float:
+    """Seconds from ``now`` to the next ``at`` (HH:MM) in ``now``'s time zone; a full day when
+    it is that minute now (the run that just ended must not start again)."""
+    hour, minute = (int(part) for part in at.split(":"))
+    target = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if target <= now:
+        target += dt.timedelta(days=1)
+    return (target - now).total_seconds()
+
+
+async def nightly_reflect(
+    orchestrator: Orchestrator, settings: OrchestratorSettings, stopping: asyncio.Event
+) -> None:
+    """Runs reflect at ``reflect_at`` each night until ``stopping``; a failed run is logged and
+    the next night tries again. Returns at once when the settings leave it off."""
+    local = orchestrator.pipeline.sensitivity.local
+    if not settings.reflect_nightly or orchestrator.reflector is None:
+        log.info("nightly reflect is off (MEMEX_ORCHESTRATOR_REFLECT_NIGHTLY)")
+        return
+    if not local and not settings.reflect_remote:
+        log.info(
+            "nightly reflect is off: the reasoner is remote "
+            "(MEMEX_ORCHESTRATOR_REFLECT_REMOTE=true allows it)"
+        )
+        return
+    while not stopping.is_set():
+        wait = seconds_until(settings.reflect_at, dt.datetime.now().astimezone())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), wait)
+        if stopping.is_set():
+            return
+        request_id_var.set("nightly-reflect")
+        try:
+            # Sensitive notes feed it only where ask would show them to this reasoner.
+            report = await orchestrator.reflector.reflect(
+                settings.default_tenant, include_sensitive=True
+            )
+            log.info("nightly reflect: %d beliefs made or updated", len(report.beliefs))
+        except Exception:
+            log.exception("nightly reflect failed; it runs again tomorrow")
+
+
 def served_settings(settings: OrchestratorSettings) -> OrchestratorSettings:
     """The worker's own ports in place of the orchestrator's (the rest is shared)."""
     return settings.model_copy(
@@ -195,10 +242,16 @@ class WorkerService:
             self.worker = worker = ChatWorker(orchestrator, self._settings)
             loop = asyncio.create_task(worker.run())
             loop.add_done_callback(self._ended)
+            nightly = asyncio.create_task(
+                nightly_reflect(orchestrator, self._settings, worker.stopping)
+            )
             try:
                 yield worker
             finally:
                 worker.stopping.set()
+                nightly.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await nightly
                 await asyncio.wait({loop}, timeout=self._settings.grace_seconds)
                 if not loop.done():
                     loop.cancel()

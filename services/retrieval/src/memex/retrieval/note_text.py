@@ -1,7 +1,9 @@
-"""GetNote: one note's metadata and its text, reassembled from the stored chunks (no gRPC)."""
+"""GetNote: one note's metadata and its text, reassembled from the stored chunks; ListNotes: the
+notes dated in a window (no gRPC)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,3 +47,33 @@ async def get_note(store: Store, tenant: str, episode_id: str) -> NoteText:
         raise NotFound(f"no note with episode_id {episode_id!r} (re-indexed or deleted?)")
     chunks = await store.note_chunks(tenant, episode_id)
     return NoteText(meta=meta, text=assemble(chunks), chunks=chunks)
+
+
+MAX_LIST = 1000
+DEFAULT_LIST = 50
+
+
+def _day(value: str, name: str) -> str:
+    if not value:
+        return ""
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise InvalidArgument(f"{name} {value!r} is not a date: write YYYY-MM-DD") from None
+
+
+async def list_notes(
+    store: Store, tenant: str, since: str = "", until: str = "", limit: int = 0
+) -> list[NoteMeta]:
+    """The notes dated ``since``..``until`` (inclusive, either may be empty), newest first (ties
+    by path), at most ``limit`` (0: 50). InvalidArgument for a bad date, window or limit."""
+    start, end = _day(since, "since"), _day(until, "until")
+    if start and end and end < start:
+        raise InvalidArgument(f"until ({end}) is before since ({start}): swap them or widen")
+    if limit < 0 or limit > MAX_LIST:
+        raise InvalidArgument(f"limit must be between 0 and {MAX_LIST} (0: {DEFAULT_LIST})")
+    ids = [note_id for note_id, _ in (await store.note_fingerprints(tenant)).values()]
+    metas = (await store.get_notes(tenant, ids)).values() if ids else []
+    kept = [m for m in metas if (not start or m.date >= start) and (not end or m.date[:10] <= end)]
+    kept.sort(key=lambda m: (m.date, m.path), reverse=True)
+    return kept[: limit or DEFAULT_LIST]

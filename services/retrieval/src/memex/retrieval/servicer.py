@@ -12,7 +12,7 @@ from google.protobuf import json_format
 
 from memex.retrieval import convert
 from memex.retrieval.core import RetrievalCore
-from memex.retrieval.note_text import get_note
+from memex.retrieval.note_text import get_note, list_notes
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.server import EngineSlot
 
@@ -160,3 +160,24 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         core = self._slot.get()
         receipt = await core.forget_note(core.tenant(request.tenant), request.note, request.dry_run)
         return convert.forget_receipt(receipt)
+
+    async def ListNotes(
+        self, request: retrieval_pb2.ListNotesRequest, context: Context
+    ) -> retrieval_pb2.ListNotesResponse:
+        core = self._slot.get()
+        metas = await list_notes(
+            core.store, core.tenant(request.tenant), request.since, request.until, request.limit
+        )
+        return retrieval_pb2.ListNotesResponse(
+            notes=[
+                retrieval_pb2.NoteSummary(
+                    episode_id=m.id,
+                    title=m.title,
+                    path=m.path,
+                    date=m.date,
+                    tags=list(m.tags),
+                    sensitive=m.sensitive,
+                )
+                for m in metas
+            ]
+        )

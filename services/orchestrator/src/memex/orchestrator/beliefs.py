@@ -1,0 +1,213 @@
+"""Beliefs as the learning loop makes and keeps them (issue 37, docs/reflect.md); no I/O.
+
+A belief is a record of the ``beliefs`` collection, so search's beliefs channel finds it and the
+briefing shows it in its own labelled block (SPEC B5-B7). The learning loop's beliefs carry
+``derived_by: "reflect"``; the vault's own (``records/beliefs.jsonl``) are read the same way but
+only the vault changes them. A belief's fields: ``statement``, ``status`` (active, contested,
+rejected), ``confidence``, ``evidence`` and ``contradicted_by`` (quotes with their note and grade),
+``confirmed``, ``created`` (the day it was last derived), ``model`` and ``evidence_key``.
+
+Quotes are graded by citation policing's own rule (SPEC B10, ``citations.grade``); a paraphrase
+is kept as evidence only when it is close: most of its content words stand in one sentence of
+the note. A rejected belief stays as a record whose status keeps it out of every briefing, and
+a conclusion like it resting on no evidence beyond its evidence is not made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from memex.orchestrator.citations import grade
+from memex.orchestrator.items import Record, Support
+from memex.orchestrator.lexical import coverage, segments, squash, terms
+
+COLLECTION = "beliefs"
+DERIVED_BY = "reflect"
+Status = Literal["active", "contested", "rejected"]
+STATUSES: tuple[Status, ...] = ("active", "contested", "rejected")
+CLOSE = 0.75  # share of a paraphrase's content words that one sentence of its note must hold
+MIN_TERMS = 3  # content words a quote needs to show anything
+SAME_STATEMENT = 0.8  # Jaccard of content terms above which two statements say the same
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One quote of one note, graded against the note's text."""
+
+    episode_id: str
+    title: str
+    date: str
+    quote: str
+    support: Support
+
+    def fields(self) -> dict[str, Any]:
+        """As stored in the record."""
+        return {
+            "episode_id": self.episode_id,
+            "title": self.title,
+            "date": self.date,
+            "quote": self.quote,
+            "support": self.support,
+        }
+
+
+@dataclass(frozen=True)
+class Belief:
+    """A conclusion about the person, with what it rests on."""
+
+    id: str
+    statement: str
+    status: Status
+    confidence: float
+    evidence: tuple[Evidence, ...]
+    contradicted_by: tuple[Evidence, ...] = ()
+    confirmed: bool = False
+    date: str = ""
+    model: str = ""
+    sensitive: bool = False
+    derived: bool = True
+
+    @property
+    def episodes(self) -> frozenset[str]:
+        """The notes it rests on."""
+        return frozenset(e.episode_id for e in self.evidence)
+
+    def record(self) -> Record:
+        """The belief as a record of the beliefs collection."""
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "statement": self.statement,
+            "status": self.status,
+            "confidence": round(self.confidence, 2),
+            "evidence": [e.fields() for e in self.evidence],
+            "contradicted_by": [e.fields() for e in self.contradicted_by],
+            "confirmed": self.confirmed,
+            "created": self.date,
+            "model": self.model,
+            "derived_by": DERIVED_BY,
+            "evidence_key": evidence_key(self.statement, self.episodes),
+        }
+        if self.sensitive:
+            fields["sensitive"] = True
+        return Record(COLLECTION, self.id, fields, f"{COLLECTION}:{self.id}", self.sensitive)
+
+
+def _evidence(raw: Any) -> tuple[Evidence, ...]:
+    out = []
+    for entry in raw if isinstance(raw, list) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("quote"), str):
+            support = str(entry.get("support") or "paraphrase")
+            out.append(
+                Evidence(
+                    str(entry.get("episode_id") or ""),
+                    str(entry.get("title") or ""),
+                    str(entry.get("date") or ""),
+                    str(entry["quote"]),
+                    support if support in ("verbatim", "paraphrase") else "paraphrase",  # type: ignore[arg-type]
+                )
+            )
+    return tuple(out)
+
+
+def from_record(record: Record) -> Belief:
+    """A beliefs record as a belief (a vault belief without the loop's fields reads as active,
+    undated evidence and all)."""
+    f = record.fields
+    status = str(f.get("status") or "active").casefold()
+    confidence = f.get("confidence")
+    return Belief(
+        id=record.id,
+        statement=str(f.get("statement") or f.get("text") or f.get("title") or ""),
+        status=status if status in STATUSES else "active",
+        confidence=float(confidence) if isinstance(confidence, int | float) else 0.5,
+        evidence=_evidence(f.get("evidence")),
+        contradicted_by=_evidence(f.get("contradicted_by")),
+        confirmed=f.get("confirmed") is True,
+        date=record.date,
+        model=str(f.get("model") or ""),
+        sensitive=record.sensitive,
+        derived=f.get("derived_by") == DERIVED_BY,
+    )
+
+
+def statement_terms(statement: str) -> frozenset[str]:
+    """A statement's content terms, for telling two wordings of one conclusion apart."""
+    return frozenset(terms(statement))
+
+
+def belief_id(statement: str) -> str:
+    """The id a statement's belief gets: the same wording (case and spacing aside) keeps it."""
+    digest = hashlib.sha256(squash(statement).encode("utf-8")).hexdigest()
+    return f"reflect-{digest[:16]}"
+
+
+def evidence_key(statement: str, episodes: Iterable[str]) -> str:
+    """A stable digest of a statement and the notes it rests on (kept for audits and tools)."""
+    text = squash(statement) + "\n" + "\n".join(sorted(set(episodes)))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def same_statement(a: str, b: str) -> bool:
+    """Whether two statements say the same: equal when squashed, or nearly the same content
+    terms (a small model rewords "sleeps badly" as "sleeps poorly" between runs rarely, but
+    reorders and re-punctuates often)."""
+    if squash(a) == squash(b):
+        return True
+    ta, tb = statement_terms(a), statement_terms(b)
+    return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= SAME_STATEMENT
+
+
+def blocked(candidate: Belief, rejected: Sequence[Belief]) -> bool:
+    """Whether the person already rejected this conclusion on this evidence: a rejected belief
+    says the same and rests on every note the candidate rests on. New evidence lets it back."""
+    return any(
+        same_statement(candidate.statement, r.statement) and candidate.episodes <= r.episodes
+        for r in rejected
+    )
+
+
+def graded(quote: str, note_text: str) -> Support | None:
+    """The quote's grade against its note (SPEC B10, as the model claims verbatim), or None when
+    it is no evidence: a paraphrase that is not close, or a quote of under ``MIN_TERMS`` content
+    words."""
+    wanted = terms(quote)
+    if len(set(wanted)) < MIN_TERMS:
+        return None  # "Slept" is in the note, and shows nothing
+    support = grade("verbatim", quote, note_text)
+    if support == "verbatim":
+        return support
+    best = max((coverage(wanted, terms(s.text)) for s in segments(note_text)), default=0.0)
+    return "paraphrase" if best >= CLOSE else None
+
+
+def contested(evidence: Sequence[Evidence], against: Sequence[Evidence]) -> bool:
+    """A newer note disagrees: a contradicting note dated after every supporting one."""
+    newest = max((e.date for e in evidence), default="")
+    return any(a.date > newest for a in against)
+
+
+def merged(old: Belief, new: Belief) -> Belief:
+    """A belief derived again: the evidence of both runs, the person's confirmation kept, and
+    the status recomputed (a confirmed belief a newer note disagrees with is contested)."""
+
+    def union(a: Sequence[Evidence], b: Sequence[Evidence]) -> tuple[Evidence, ...]:
+        seen: dict[tuple[str, str], Evidence] = {}
+        for e in (*a, *b):
+            seen.setdefault((e.episode_id, squash(e.quote)), e)
+        return tuple(seen.values())
+
+    evidence = union(old.evidence, new.evidence)
+    against = union(old.contradicted_by, new.contradicted_by)
+    status: Status = "contested" if contested(evidence, against) else "active"
+    return replace(
+        new,
+        evidence=evidence,
+        contradicted_by=against,
+        status=status,
+        confirmed=old.confirmed,
+        confidence=max(old.confidence, new.confidence) if status == "active" else new.confidence,
+        sensitive=old.sensitive or new.sensitive,
+    )

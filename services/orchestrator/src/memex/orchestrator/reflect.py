@@ -1,0 +1,362 @@
+"""The learning loop (issue 37, docs/reflect.md): beliefs derived from the person's own notes.
+
+``Reflector.reflect`` lists the notes of a window (newest first, at most ``max_episodes``), holds
+back the sensitive ones the reasoner may not see (SPEC B3, the same rule as ask), and sends the
+rest, a few at a time, to the reasoner through the audited path (SPEC B4, purpose ``reflect``),
+asking for a small JSON list of conclusions, each with quotes of the notes it rests on and of any
+note that disagrees. Each quote is graded against its note (``beliefs.graded``, SPEC B10); a
+conclusion without one verbatim or close quote is dropped, one the person rejected on the same
+evidence is dropped, and the rest are written as beliefs records through retrieval, contested when
+a newer note disagrees. Only notes feed it: the assistant's replies are never memory (SPEC B11),
+and the beliefs collection itself is not read back as evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from memex.orchestrator import beliefs as b
+from memex.orchestrator.audit import AuditedReasoner, tenant_var
+from memex.orchestrator.citations import parse_citations
+from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.items import Note
+from memex.orchestrator.pipeline import Sensitivity
+from memex.orchestrator.policy import check_count, scope
+from memex.orchestrator.ports import BeliefMemory, ChatMessage, GenerateOptions
+from memex.orchestrator.redaction import Sensitive, marker
+from memex.shared.errors import FailedPrecondition, InvalidArgument, NotFound
+
+log = logging.getLogger(__name__)
+
+PURPOSE = "reflect"
+MAX_EPISODES = 200
+MAX_PER_CALL = 4  # conclusions one call may propose
+
+INSTRUCTIONS = """You read a person's own notes and write down what they show about the person
+that will still hold later: habits, preferences, patterns, how things tend to go for them, what
+matters to them. Write each conclusion as one short sentence. Back each one with quotes copied
+word for word from the notes, naming the note by its number. When a note says otherwise, quote it
+under contradicted_by. Only conclusions the notes show; fewer is better than a guess.
+Reply with JSON only."""
+
+_QUOTES = {
+    "type": "array",
+    "maxItems": 3,
+    "items": {
+        "type": "object",
+        "properties": {
+            "note": {"type": "integer"},
+            "quote": {"type": "string", "maxLength": 200},
+        },
+        "required": ["note", "quote"],
+    },
+}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "beliefs": {
+            "type": "array",
+            "maxItems": MAX_PER_CALL,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "statement": {"type": "string", "maxLength": 200},
+                    "confidence": {"type": "number"},
+                    "evidence": _QUOTES,
+                    "contradicted_by": _QUOTES,
+                },
+                "required": ["statement", "confidence", "evidence", "contradicted_by"],
+            },
+        }
+    },
+    "required": ["beliefs"],
+}
+
+
+@dataclass
+class ReflectReport:
+    """What one run did."""
+
+    episodes_read: int = 0
+    episodes_withheld: int = 0
+    model_calls: int = 0
+    proposed: int = 0
+    dropped_unquoted: int = 0
+    dropped_rejected: int = 0
+    unreadable: int = 0
+    beliefs: list[b.Belief] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def quotes(self) -> int:
+        """Supporting quotes of the beliefs made."""
+        return sum(len(x.evidence) for x in self.beliefs)
+
+    @property
+    def quotes_verbatim(self) -> int:
+        """Those graded verbatim."""
+        return sum(1 for x in self.beliefs for e in x.evidence if e.support == "verbatim")
+
+
+def batches(notes: Sequence[Note], budget: int, note_chars: int) -> list[list[Note]]:
+    """Notes in order, grouped so each group's text (each note cut at ``note_chars``) stays
+    within ``budget`` characters; a note is never split."""
+    groups: list[list[Note]] = []
+    size = 0
+    for note in notes:
+        length = min(len(note.text), note_chars)
+        if groups and size + length <= budget and len(groups[-1]) < 6:
+            groups[-1].append(note)
+            size += length
+        else:
+            groups.append([note])
+            size = length
+    return groups
+
+
+def prompt(notes: Sequence[Note], note_chars: int) -> str:
+    """The notes as the model reads them: numbered, dated and titled."""
+    blocks = [
+        f"[{n}] {note.date} {note.title}\n{note.text[:note_chars].strip()}"
+        for n, note in enumerate(notes, start=1)
+    ]
+    return "Notes:\n\n" + "\n\n".join(blocks)
+
+
+def _quotes(raw: object, notes: Sequence[Note]) -> tuple[b.Evidence, ...]:
+    """The model's quotes that name a note it was shown and hold up against it."""
+    kept: dict[tuple[str, str], b.Evidence] = {}
+    for entry in raw if isinstance(raw, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        number, quote = entry.get("note"), entry.get("quote")
+        if not isinstance(number, int) or not isinstance(quote, str):
+            continue
+        if not 1 <= number <= len(notes):
+            continue  # a note it was not shown: dropped, as an ungrounded citation is
+        note = notes[number - 1]
+        support = b.graded(quote, note.text)
+        if support is not None:
+            quote = " ".join(quote.split())
+            kept.setdefault(
+                (note.episode_id, quote.casefold()),
+                b.Evidence(note.episode_id, note.title, note.date, quote, support),
+            )
+    return tuple(kept.values())
+
+
+def read_reply(text: str, notes: Sequence[Note], model: str, today: str) -> list[b.Belief] | None:
+    """The conclusions of one reply with their graded quotes (None: not readable as JSON).
+    Conclusions without a supporting quote come back with no evidence, to be counted."""
+    try:
+        value = json.loads(text, strict=False)
+        entries = value.get("beliefs") if isinstance(value, dict) else None
+    except ValueError:  # a reply cut short, or prose around it: its first array, leniently
+        entries = parse_citations(text) or None
+    if not isinstance(entries, list):
+        return None
+    found = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        statement = " ".join(str(entry.get("statement") or "").split())
+        if not statement:
+            continue
+        evidence = _quotes(entry.get("evidence"), notes)
+        against = _quotes(entry.get("contradicted_by"), notes)
+        raw = entry.get("confidence")
+        confidence = float(raw) if isinstance(raw, int | float) else 0.5
+        confidence = min(max(confidence / 100 if confidence > 1 else confidence, 0.0), 1.0)
+        is_contested = b.contested(evidence, against)
+        quoted = {e.episode_id for e in (*evidence, *against)}
+        sensitive = any(n.sensitive for n in notes if n.episode_id in quoted)
+        found.append(
+            b.Belief(
+                id=b.belief_id(statement),
+                statement=statement,
+                status="contested" if is_contested else "active",
+                confidence=min(confidence, 0.5) if is_contested else confidence,
+                evidence=evidence,
+                contradicted_by=against,
+                date=today,
+                model=model,
+                sensitive=sensitive,
+            )
+        )
+    return found
+
+
+class Reflector:
+    """Makes beliefs (reflect) and lets the person review them (list, confirm, reject, forget)."""
+
+    def __init__(
+        self,
+        memory: BeliefMemory,
+        reasoner: AuditedReasoner,
+        sensitivity: Sensitivity,
+        settings: OrchestratorSettings,
+    ) -> None:
+        self._memory = memory
+        self._reasoner = reasoner
+        self._sensitivity = sensitivity
+        self._settings = settings
+        self._running: set[str] = set()
+
+    async def _all(self, tenant: str) -> list[b.Belief]:
+        records = await self._memory.records(tenant, b.COLLECTION, [], "", 1000)
+        return [b.from_record(r) for r in records]
+
+    async def reflect(
+        self,
+        tenant: str,
+        *,
+        since: str = "",
+        until: str = "",
+        max_episodes: int = 0,
+        include_sensitive: bool = False,
+    ) -> ReflectReport:
+        """One run over the notes of ``since``..``until`` (default: the last ``reflect_days``).
+        FailedPrecondition while another run for the tenant is going."""
+        s = self._settings
+        check_count(max_episodes, "max_episodes", MAX_EPISODES)
+        if not since and s.reflect_days:
+            since = (dt.date.today() - dt.timedelta(days=s.reflect_days)).isoformat()
+        window = scope(tenant, since=since, until=until)  # checks the dates
+        if tenant in self._running:
+            raise FailedPrecondition("a reflect run for this tenant is going; wait for it")
+        self._running.add(tenant)
+        tenant_var.set(tenant)
+        started = time.perf_counter()
+        try:
+            report = await self._reflect(
+                tenant,
+                window.since,
+                window.until,
+                max_episodes or s.reflect_max_episodes,
+                include_sensitive,
+            )
+        finally:
+            self._running.discard(tenant)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    async def _reflect(
+        self, tenant: str, since: str, until: str, limit: int, include_sensitive: bool
+    ) -> ReflectReport:
+        s, report = self._settings, ReflectReport()
+        listed = await self._memory.list_notes(tenant, since, until, limit)
+        hides = self._sensitivity.hides_sensitive or not include_sensitive
+        shown = [n for n in listed if not (n.sensitive and hides)]
+        report.episodes_withheld = len(listed) - len(shown)
+        notes = await asyncio.gather(*(self._memory.note(tenant, n.episode_id) for n in shown))
+        # Oldest first, so that "newer" reads down the prompt as it does in time.
+        notes = sorted((n for n in notes if n.text.strip()), key=lambda n: (n.date, n.path))
+        report.episodes_read = len(notes)
+        known = {x.id: x for x in await self._all(tenant)}
+        rejected = [x for x in known.values() if x.status == "rejected"]
+        today = dt.date.today().isoformat()
+        made: dict[str, b.Belief] = {}
+        for group in batches(notes, s.reflect_batch_chars, s.reflect_note_chars):
+            reply = await self._ask(group)
+            report.model_calls += 1
+            found = read_reply(reply, group, self._reasoner.model, today)
+            if found is None:
+                report.unreadable += 1
+                log.warning("reflect: a reply was not JSON; its %d notes gave nothing", len(group))
+                continue
+            report.proposed += len(found)
+            write = []
+            for belief in found:
+                if not belief.evidence:
+                    report.dropped_unquoted += 1
+                elif b.blocked(belief, rejected):
+                    report.dropped_rejected += 1
+                else:
+                    old = made.get(belief.id) or known.get(belief.id)
+                    belief = b.merged(old, belief) if old is not None and old.derived else belief
+                    made[belief.id] = belief
+                    write.append(belief)
+            if write:  # written as each call ends: a run cut short keeps what it made
+                await self._memory.upsert_records(tenant, [x.record() for x in write])
+        report.beliefs = list(made.values())
+        log.info(
+            "reflect: %d notes read (%d withheld), %d calls, %d proposed, %d beliefs written",
+            report.episodes_read,
+            report.episodes_withheld,
+            report.model_calls,
+            report.proposed,
+            len(report.beliefs),
+        )
+        return report
+
+    async def _ask(self, notes: Sequence[Note]) -> str:
+        s = self._settings
+        secret = [Sensitive(marker(n.episode_id, ""), (n.text,)) for n in notes if n.sensitive]
+        return await self._reasoner.complete(
+            purpose=PURPOSE,
+            persona=PURPOSE,
+            messages=[
+                ChatMessage("system", INSTRUCTIONS),
+                ChatMessage("user", prompt(notes, s.reflect_note_chars)),
+            ],
+            options=GenerateOptions(
+                max_tokens=s.reflect_max_tokens, temperature=0.0, json_schema=json.dumps(SCHEMA)
+            ),
+            sensitive_texts=secret,
+        )
+
+    async def list(
+        self,
+        tenant: str,
+        *,
+        include_sensitive: bool = False,
+        include_rejected: bool = False,
+        limit: int = 0,
+    ) -> list[b.Belief]:
+        """The beliefs, newest first; sensitive and rejected ones only when asked."""
+        check_count(limit, "limit", 1000)
+        kept = [
+            x
+            for x in await self._all(tenant)
+            if (include_sensitive or not x.sensitive)
+            and (include_rejected or x.status != "rejected")
+        ]
+        kept.sort(key=lambda x: (x.date, x.id), reverse=True)
+        return kept[: limit or 100]
+
+    async def _derived(self, tenant: str, belief_id: str) -> b.Belief:
+        if not belief_id.strip():
+            raise InvalidArgument("id is empty: give a belief id (`memex beliefs list` shows them)")
+        found = await self._memory.records(tenant, b.COLLECTION, [("id", "eq", belief_id)], "", 1)
+        if not found:
+            raise NotFound(f"no belief with id {belief_id!r} (`memex beliefs list` shows them)")
+        belief = b.from_record(found[0])
+        if not belief.derived:
+            raise FailedPrecondition(
+                f"belief {belief_id!r} comes from the vault's records/beliefs.jsonl: edit it there"
+            )
+        return belief
+
+    async def review(self, tenant: str, belief_id: str, verdict: str) -> b.Belief:
+        """Confirms (active, confirmed) or rejects (kept as rejected, never briefed, not made
+        again from the same evidence) a derived belief."""
+        if verdict not in ("confirm", "reject"):
+            raise InvalidArgument("verdict must be confirm or reject")
+        belief = await self._derived(tenant, belief_id)
+        if verdict == "confirm":
+            belief = replace(belief, status="active", confirmed=True)
+        else:
+            belief = replace(belief, status="rejected", confirmed=False)
+        await self._memory.upsert_records(tenant, [belief.record()])
+        return belief
+
+    async def forget(self, tenant: str, belief_id: str) -> int:
+        """Deletes a derived belief (a rejected one may then be made again)."""
+        await self._derived(tenant, belief_id)
+        return await self._memory.delete_records(tenant, b.COLLECTION, [belief_id])
