@@ -81,6 +81,15 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Orchestrator, Forge
 THEIR_PROMPT = "Sources:\n\n[1] Seven jars went to the cellar shelf behind the bicycles."
 
 
+# An evidence bundle whose model was shown a passage of the note (issue 37).
+SHOWN = {
+    "question": "boiler?",
+    "answer": "Serviced in May.",
+    "excerpts": [{"text": "Seven jars went to the cellar shelf behind the bicycles."}],
+    "citations": [],
+}
+
+
 def seed(context: Orchestrator) -> dict[str, str]:
     """Telemetry and LLM log rows that reference or quote the note, and some that do not."""
     store, tenant = context.store, context.settings.default_tenant
@@ -102,8 +111,15 @@ def seed(context: Orchestrator) -> dict[str, str]:
             # an older version of the note had more chunks: -7 is no longer a chunk id
             retrievals=[(f"{EPISODE}-7", 0.4, {}, False), ("other-1", 0.3, {}, False)],
         ),
+        # An answer that quotes nothing of the note, though the model was shown it: the turn
+        # stays, its evidence bundle (which holds the excerpt) goes.
         "unrelated": store.record_telemetry(
-            tenant=tenant, kind="ask", query="boiler?", latency_ms=1, answer="Serviced in May."
+            tenant=tenant,
+            kind="ask",
+            query="boiler?",
+            latency_ms=1,
+            answer="Serviced in May.",
+            evidence=SHOWN,
         ),
         "other tenant": store.record_telemetry(
             tenant="someone-else",
@@ -111,6 +127,7 @@ def seed(context: Orchestrator) -> dict[str, str]:
             query="q",
             latency_ms=1,
             answer="[[Quince Marmalade]]",
+            evidence=SHOWN,  # theirs: neither counted nor deleted
         ),
     }
     # The LLM log keeps prompts redacted: the e-mail address is [EMAIL] there.
@@ -159,6 +176,7 @@ async def test_forget_note_purges_telemetry_and_the_llm_log_and_says_so(
     assert lines[("telemetry", "turns quoting or citing it")] == (1, 1)
     assert lines[("telemetry", "retrieval rows of its chunks")] == (2, 2)
     assert lines[("llm_log", "model calls quoting it (text erased)")] == (1, 1)
+    assert lines[("evidence", "answer bundles showing or quoting it")] == (1, 1)
     assert EPISODE in memory.notes and len(rows("SELECT * FROM telemetry_turns")) == 4
 
     receipt = await stub.ForgetNote(pb.ForgetNoteRequest(note="kitchen/Quince Marmalade.md"))
@@ -170,9 +188,12 @@ async def test_forget_note_purges_telemetry_and_the_llm_log_and_says_so(
         ("telemetry", "turns quoting or citing it"): (1, 0),
         ("telemetry", "retrieval rows of its chunks"): (2, 0),
         ("llm_log", "model calls quoting it (text erased)"): (1, 0),
+        ("evidence", "answer bundles showing or quoting it"): (1, 0),
     }
     assert [c.found_after for c in receipt.checks] == [0, 0]
-    assert receipt.checks[-1].found_before == 4  # 1 turn + 2 retrieval rows + 1 call
+    assert receipt.checks[-1].found_before == 5  # 1 turn + 2 retrieval rows + 1 call + 1 bundle
+    bundles = rows("SELECT turn_id, tenant FROM evidence")
+    assert [(r["turn_id"], r["tenant"]) for r in bundles] == [(ids["other tenant"], "someone-else")]
     assert list(receipt.conversations_citing) == [ids["conversation"]]
     assert receipt.scrubbed  # the fake retrieval scrubbed, and so did the orchestrator's WAL
     state = context.settings.state_path

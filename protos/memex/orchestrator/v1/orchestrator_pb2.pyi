@@ -1303,6 +1303,65 @@ class ListLoggedAsksResponse(_message.Message):
 Global___ListLoggedAsksResponse: _TypeAlias = ListLoggedAsksResponse  # noqa: Y015
 
 @_typing.final
+class GetEvidenceRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    turn_id: _builtins.str
+    """The answer's id, whichever the client holds: an ask's turn_id, a chat reply's message_id
+    (ChatDone, ConversationMessage.id) or a queued answer's turn id (the assistant Turn.id).
+    """
+    include_sensitive: _builtins.bool
+    """Keep sensitive excerpts, their citations and an answer that drew on them; the surface
+    decides who may (issue 11).
+    """
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        turn_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "tenant", b"tenant", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEvidenceRequest: _TypeAlias = GetEvidenceRequest  # noqa: Y015
+
+@_typing.final
+class GetEvidenceResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_ID_FIELD_NUMBER: _builtins.int
+    BUNDLE_JSON_FIELD_NUMBER: _builtins.int
+    LEFT_OUT_FIELD_NUMBER: _builtins.int
+    turn_id: _builtins.str
+    """The bundle's own id: the answer's telemetry turn (an ask's turn_id)."""
+    bundle_json: _builtins.str
+    """The bundle: one JSON object, format "memex-evidence/1" (docs/evidence.md)."""
+    left_out: _builtins.int
+    """Sensitive excerpts replaced by placeholders (0 with include_sensitive)."""
+    def __init__(
+        self,
+        *,
+        turn_id: _builtins.str = ...,
+        bundle_json: _builtins.str = ...,
+        left_out: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bundle_json", b"bundle_json", "left_out", b"left_out", "turn_id", b"turn_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetEvidenceResponse: _TypeAlias = GetEvidenceResponse  # noqa: Y015
+
+@_typing.final
 class ListPersonasRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -99,6 +99,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
                 _registered_method=True)
+        self.GetEvidence = channel.unary_unary(
+                '/memex.orchestrator.v1.OrchestratorService/GetEvidence',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceResponse.FromString,
+                _registered_method=True)
         self.ListPersonas = channel.unary_unary(
                 '/memex.orchestrator.v1.OrchestratorService/ListPersonas',
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListPersonasRequest.SerializeToString,
@@ -247,6 +252,19 @@ class OrchestratorServiceServicer:
     def ListLoggedAsks(self, request, context):
         """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
         --replay` asks again to show which answers changed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetEvidence(self, request, context):
+        """The evidence bundle of one answer (issue 37): the question, the answer, every excerpt the
+        model was shown with its note's version, the citations with their quotes and support grades,
+        the claim check, the model, the prompt version and the persona, as one JSON document
+        (docs/evidence.md). Written when an ask, a chat reply or a queued turn's answer is final.
+        Sensitive excerpts (and an answer that drew on them) are placeholders unless
+        include_sensitive. INVALID_ARGUMENT for an empty turn_id; NOT_FOUND for an id the tenant has
+        no bundle for.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -420,6 +438,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.ListLoggedAsks,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.SerializeToString,
+            ),
+            'GetEvidence': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEvidence,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceResponse.SerializeToString,
             ),
             'ListPersonas': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPersonas,
@@ -828,6 +851,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/ListLoggedAsks',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ListLoggedAsksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEvidence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/GetEvidence',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetEvidenceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -63,6 +63,15 @@ class OrchestratorServiceStub:
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
     """
+    GetEvidence: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.GetEvidenceRequest, _orchestrator_pb2.GetEvidenceResponse]
+    """The evidence bundle of one answer (issue 37): the question, the answer, every excerpt the
+    model was shown with its note's version, the citations with their quotes and support grades,
+    the claim check, the model, the prompt version and the persona, as one JSON document
+    (docs/evidence.md). Written when an ask, a chat reply or a queued turn's answer is final.
+    Sensitive excerpts (and an answer that drew on them) are placeholders unless
+    include_sensitive. INVALID_ARGUMENT for an empty turn_id; NOT_FOUND for an id the tenant has
+    no bundle for.
+    """
     ListPersonas: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.ListPersonasRequest, _orchestrator_pb2.ListPersonasResponse]
     """--- Personas (issue 11) ---
     The personas ask and chat accept (the built-ins and those loaded from the personas folder),
@@ -154,6 +163,15 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     ListLoggedAsks: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListLoggedAsksRequest, _orchestrator_pb2.ListLoggedAsksResponse]  # type: ignore[assignment]
     """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
     --replay` asks again to show which answers changed.
+    """
+    GetEvidence: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetEvidenceRequest, _orchestrator_pb2.GetEvidenceResponse]  # type: ignore[assignment]
+    """The evidence bundle of one answer (issue 37): the question, the answer, every excerpt the
+    model was shown with its note's version, the citations with their quotes and support grades,
+    the claim check, the model, the prompt version and the persona, as one JSON document
+    (docs/evidence.md). Written when an ask, a chat reply or a queued turn's answer is final.
+    Sensitive excerpts (and an answer that drew on them) are placeholders unless
+    include_sensitive. INVALID_ARGUMENT for an empty turn_id; NOT_FOUND for an id the tenant has
+    no bundle for.
     """
     ListPersonas: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.ListPersonasRequest, _orchestrator_pb2.ListPersonasResponse]  # type: ignore[assignment]
     """--- Personas (issue 11) ---
@@ -321,6 +339,21 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_orchestrator_pb2.ListLoggedAsksResponse, _abc.Awaitable[_orchestrator_pb2.ListLoggedAsksResponse]]:
         """Asks logged in telemetry (question, answer, citations), newest first: what `memex eval
         --replay` asks again to show which answers changed.
+        """
+
+    @_abc_1.abstractmethod
+    def GetEvidence(
+        self,
+        request: _orchestrator_pb2.GetEvidenceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_orchestrator_pb2.GetEvidenceResponse, _abc.Awaitable[_orchestrator_pb2.GetEvidenceResponse]]:
+        """The evidence bundle of one answer (issue 37): the question, the answer, every excerpt the
+        model was shown with its note's version, the citations with their quotes and support grades,
+        the claim check, the model, the prompt version and the persona, as one JSON document
+        (docs/evidence.md). Written when an ask, a chat reply or a queued turn's answer is final.
+        Sensitive excerpts (and an answer that drew on them) are placeholders unless
+        include_sensitive. INVALID_ARGUMENT for an empty turn_id; NOT_FOUND for an id the tenant has
+        no bundle for.
         """
 
     @_abc_1.abstractmethod

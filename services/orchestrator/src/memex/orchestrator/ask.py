@@ -399,6 +399,7 @@ class Asker:
             dropped_steps=result.dropped_steps,
             answer=result.answer,
             report=result.grounding,
+            sources=sources,
         )
         yield Finished(result)
 

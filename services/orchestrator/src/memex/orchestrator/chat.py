@@ -207,6 +207,9 @@ class Chatter:
                 abstained=not shown,
                 conversation_id=conversation_id,
                 report=report,
+                answer=reply,
+                sources=sources,
+                message_id=message_id,
             )
             CHATS.labels("done").inc()
             yield Done(message_id, latency_ms, len(shown))

@@ -2,7 +2,8 @@
 
 Order: ask retrieval for the note (a dry run: its episode id, chunk ids and text, nothing
 deleted); find and remove the orchestrator's own traces of it (telemetry turns that quote or
-cite it, retrieval rows of its chunks, the text of LLM log calls that quote it); then have
+cite it, retrieval rows of its chunks, the text of LLM log calls that quote it, the evidence
+bundles that show or quote it); then have
 retrieval forget it and check itself; then search the orchestrator's state again. Telemetry goes
 first because the note's text is needed to recognise quotes of it: if retrieval then fails, the
 note is still there and the forget can simply be repeated.
@@ -93,6 +94,7 @@ def _counts(before: NoteTraces, after: NoteTraces) -> list[ForgetCount]:
         line("telemetry", "turns quoting or citing it", before.turns, after.turns),
         line("telemetry", "retrieval rows of its chunks", before.retrievals, after.retrievals),
         line("llm_log", "model calls quoting it (text erased)", before.calls, after.calls),
+        line("evidence", "answer bundles showing or quoting it", before.evidence, after.evidence),
     ]
 
 
@@ -139,10 +141,13 @@ class NoteForgetter:
             *done.checks,
             ForgetCheck(
                 "orchestrator",
-                "telemetry and LLM log searched for its episode id, [[title]], chunk ids and "
-                f"{quotes.passages} passages of its text",
-                len(before.turns) + len(before.retrievals) + len(before.calls),
-                len(after.turns) + len(after.retrievals) + len(after.calls),
+                "telemetry, LLM log and evidence bundles searched for its episode id, [[title]], "
+                f"chunk ids and {quotes.passages} passages of its text",
+                len(before.turns)
+                + len(before.retrievals)
+                + len(before.calls)
+                + len(before.evidence),
+                len(after.turns) + len(after.retrievals) + len(after.calls) + len(after.evidence),
             ),
         ]
         receipt.tombstoned = done.tombstoned

@@ -10,7 +10,8 @@ service starts (``service.build_orchestrator``):
 - generate and filter: ``Generator`` (``generation.py``: one audited, streamed model call read
   through a ``ReplyStream``: ``<think>`` dropped, refs shown, repeats cut);
 - police: ``ReplyStream.read`` (``answers.py``: numbers grounded, quotes and support graded);
-- record: ``Recorder`` (the telemetry turn and its retrievals, B12).
+- record: ``Recorder`` (the telemetry turn and its retrievals, B12; with an answer's sources,
+  its evidence bundle too, ``evidence.py``).
 
 Ask (``ask.py``: Ask, AskStream and the queued-turn worker) adds its persona stages and its
 abstention rules; chat (``chat.py``) adds the history and the conversation.
@@ -23,6 +24,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from memex.orchestrator import evidence
 from memex.orchestrator import sources as briefing_sources
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversations import Message
@@ -243,7 +245,8 @@ class Briefer:
 
 
 class Recorder:
-    """Writes telemetry (SPEC B12): a turn per search, ask and chat, a row per retrieved item."""
+    """Writes telemetry (SPEC B12): a turn per search, ask and chat, a row per retrieved item;
+    and an answer's evidence bundle (issue 37) with its turn."""
 
     def __init__(self, telemetry: TelemetryStore, model: str) -> None:
         self._telemetry = telemetry
@@ -265,11 +268,31 @@ class Recorder:
         dropped_steps: Sequence[str] = (),
         answer: str = "",
         report: GroundingReport | None = None,
+        sources: Sequence[Source] | None = None,
+        message_id: str = "",
     ) -> str:
         """Writes the telemetry turn and its retrieval rows, off the event loop; returns the
-        turn id. An ask passes its ``answer``; it is kept with the refs of ``citations`` for
-        replay. ``report``'s claim check is kept too."""
+        turn id. An ask or chat passes its ``answer``; it is kept with the refs of ``citations``
+        (for an ask's replay). ``report``'s claim check is kept too. An answer passes the
+        ``sources`` the model was shown (a chat reply its ``message_id`` too): its evidence
+        bundle is written in the same transaction."""
         cited = {c.item_id for c in citations}
+        bundle = None
+        if sources is not None:
+            bundle = evidence.build(
+                kind=kind,
+                question=query,
+                answer=answer,
+                abstained=abstained,
+                model=self._model,
+                prompt_version=PROMPT_VERSION,
+                persona=persona,
+                sources=sources,
+                citations=citations,
+                report=report,
+                conversation_id=conversation_id,
+                message_id=message_id,
+            )
         return await asyncio.to_thread(
             self._telemetry.record_telemetry,
             tenant=tenant,
@@ -288,6 +311,8 @@ class Recorder:
             claim_check=report.specifics if report else (),
             dropped_claims=report.dropped_claims if report else (),
             retrievals=[(i.item_id, i.score, i.channel_scores, i.item_id in cited) for i in items],
+            evidence=bundle,
+            message_id=message_id,
         )
 
 

@@ -13,8 +13,9 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
-from memex.orchestrator import turn_events
+from memex.orchestrator import evidence, turn_events
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
@@ -134,6 +135,16 @@ class Orchestrator:
             listen_url=self.store.listen_url,
         ):
             yield change
+
+    async def evidence(
+        self, tenant: str, answer_id: str, *, include_sensitive: bool = False
+    ) -> tuple[dict[str, Any], int]:
+        """The evidence bundle of an answer (issue 37) as this request may read it, and how many
+        sensitive excerpts were left out (``evidence.readable``). ``answer_id`` is any id of the
+        answer: an ask's turn id, a chat reply's message id or a queued answer's turn id.
+        InvalidArgument for an empty id, NotFound for one without a bundle."""
+        bundle = await asyncio.to_thread(self.store.evidence, tenant, answer_id)
+        return evidence.readable(bundle, include_sensitive=include_sensitive)
 
     # -- forget (issue 11) -------------------------------------------------------------------
     async def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:

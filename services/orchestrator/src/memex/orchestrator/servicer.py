@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -403,6 +404,19 @@ class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorSe
             o.store.list_logged_asks, o.tenant(request.tenant), request.limit or 50
         )
         return pb.ListLoggedAsksResponse(asks=[logged_ask_pb(a) for a in asks])
+
+    async def GetEvidence(
+        self, request: pb.GetEvidenceRequest, context: Context
+    ) -> pb.GetEvidenceResponse:
+        o = self._slot.get()
+        bundle, left_out = await o.evidence(
+            o.tenant(request.tenant), request.turn_id, include_sensitive=request.include_sensitive
+        )
+        return pb.GetEvidenceResponse(
+            turn_id=bundle["turn_id"],
+            bundle_json=json.dumps(bundle, ensure_ascii=False, indent=2),
+            left_out=left_out,
+        )
 
     async def ListPersonas(
         self, request: pb.ListPersonasRequest, context: Context

@@ -4,7 +4,8 @@ the LLM log.
 One database (the ``state`` package: SQLite or PostgreSQL, with the versioned migrations of
 ``state/schema.sql``); each concern has its own store class over it: ``conversations.py``
 (conversations and messages), ``turn_queue.py`` (threads, turns and claims), ``telemetry.py``
-(telemetry, logged asks, LLM log), ``traces.py`` (what a forgotten note left).
+(telemetry, logged asks, LLM log), ``traces.py`` (what a forgotten note left),
+``evidence_store.py`` (answers' evidence bundles).
 ``OrchestratorStore`` is all of them on one database; code that needs one part takes that part's
 type. Calls are synchronous and short; async callers run them with ``asyncio.to_thread``.
 """
@@ -12,6 +13,7 @@ type. Calls are synchronous and short; async callers run them with ``asyncio.to_
 from __future__ import annotations
 
 from memex.orchestrator.conversations import Conversation, ConversationStore, Message
+from memex.orchestrator.evidence_store import EvidenceStore
 from memex.orchestrator.state import Database, new_id, now_iso
 from memex.orchestrator.telemetry import LoggedAsk, TelemetryStore
 from memex.orchestrator.traces import ERASED, NoteTraces, NoteTraceStore
@@ -23,6 +25,7 @@ __all__ = [
     "Conversation",
     "ConversationStore",
     "Database",
+    "EvidenceStore",
     "LoggedAsk",
     "Message",
     "NoteTraceStore",
@@ -38,5 +41,7 @@ __all__ = [
 ]
 
 
-class OrchestratorStore(ConversationStore, TurnQueue, TelemetryStore, NoteTraceStore):
+class OrchestratorStore(
+    ConversationStore, TurnQueue, TelemetryStore, NoteTraceStore, EvidenceStore
+):
     """One database (SQLite or PostgreSQL) holding everything the orchestrator persists."""

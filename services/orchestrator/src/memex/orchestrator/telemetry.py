@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from memex.orchestrator import evidence_store
 from memex.orchestrator.items import CheckedSpecific
 from memex.orchestrator.state import Database, new_id, now_iso
 
@@ -54,11 +56,14 @@ class TelemetryStore(Database):
         cited_refs: Sequence[str] = (),
         claim_check: Sequence[CheckedSpecific] = (),
         dropped_claims: Sequence[str] = (),
+        evidence: Mapping[str, Any] | None = None,
+        message_id: str = "",
     ) -> str:
         """A turn row plus one row per retrieved item (item id, fused score, channel scores,
         cited), ranked in the order given; returns the turn id. ``answer`` and ``cited_refs``
         keep what an ask answered, for replay; ``claim_check`` and ``dropped_claims`` what the
-        claim check found in it."""
+        claim check found in it. ``evidence``, an answer's bundle (``evidence.build``), is
+        stored in the same transaction, as the evidence of chat reply ``message_id`` if given."""
         turn_id = new_id()
         with self._tx() as db:
             db.execute(
@@ -93,6 +98,10 @@ class TelemetryStore(Database):
                     for rank, (item_id, fused, scores, cited) in enumerate(retrievals, start=1)
                 ],
             )
+            if evidence is not None:
+                evidence_store.insert(
+                    db, turn_id=turn_id, tenant=tenant, bundle=evidence, message_id=message_id
+                )
         return turn_id
 
     def list_logged_asks(self, tenant: str, limit: int = 50) -> list[LoggedAsk]:

@@ -2,14 +2,17 @@
 
 A forget (``forget.py``) finds every row that references the note (its episode id or chunk ids)
 or quotes it, removes them in one transaction, and scrubs the write-ahead log; conversations and
-threads that cite it are the person's own and are only reported.
+threads that cite it are the person's own and are only reported. An answer's evidence bundle
+(issue 37) that shows or quotes the note goes whole: it exists to hold the note's words.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memex.orchestrator import evidence
 from memex.orchestrator.state import Database
 
 ERASED = "[erased: quoted a forgotten note]"
@@ -29,6 +32,8 @@ class NoteTraces:
     conversations: list[str]
     threads: list[str]
     """Conversations and threads with a message citing the note (reported, never changed)."""
+    evidence: list[str] = field(default_factory=list)
+    """Evidence bundles (their telemetry turn ids) that show, cite or quote the note."""
 
 
 class NoteTraceStore(Database):
@@ -41,8 +46,9 @@ class NoteTraceStore(Database):
         (``quotes`` says whether a text does): telemetry turns whose query, answer or cited refs
         quote it, retrieval rows of its chunks (any version: chunk ids are ``<episode_id>-<n>``),
         LLM log calls whose prompt or response quotes it, and the conversations and threads
-        whose messages cite it. LLM log calls are the tenant's, and those logged before calls
-        carried a tenant (whose they were is not known, so they are searched for every tenant)."""
+        whose messages cite it, and the evidence bundles that show, cite or quote it. LLM log
+        calls are the tenant's, and those logged before calls carried a tenant (whose they were
+        is not known, so they are searched for every tenant)."""
         ids = sorted(set(chunk_ids))
         in_ids = f"r.item_id IN ({', '.join('?' * len(ids))}) OR " if ids else ""
         with self._read() as db:
@@ -89,15 +95,26 @@ class NoteTraceStore(Database):
                     (tenant, pattern),
                 )
             ]
-        return NoteTraces(turns, retrievals, calls, conversations, threads)
+            bundles = [
+                r["turn_id"]
+                for r in db.execute(
+                    "SELECT turn_id, bundle FROM evidence WHERE tenant = ?", (tenant,)
+                )
+                if any(quotes(t) for t in evidence.texts(json.loads(r["bundle"])) if t)
+            ]
+        return NoteTraces(turns, retrievals, calls, conversations, threads, bundles)
 
     def purge_note_traces(self, traces: NoteTraces) -> None:
         """Removes what ``note_traces`` found, in one transaction: the telemetry turns (their
         retrieval rows cascade), the retrieval rows of the note's chunks, and the prompt and
         response of each LLM log call (the row stays, so the log still shows that a call was
-        made, when, by which model, and its token counts; only what it said about the note goes).
-        Conversations and threads are the person's own and are left alone."""
+        made, when, by which model, and its token counts; only what it said about the note goes),
+        and the evidence bundles. Conversations and threads are the person's own and are left
+        alone."""
         with self._tx() as db:
+            db.executemany(
+                "DELETE FROM evidence WHERE turn_id = ?", [(t,) for t in traces.evidence]
+            )
             db.executemany("DELETE FROM telemetry_turns WHERE id = ?", [(t,) for t in traces.turns])
             db.executemany(
                 "DELETE FROM telemetry_retrievals WHERE turn_id = ? AND item_id = ?",

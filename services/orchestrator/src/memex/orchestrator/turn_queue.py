@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memex.orchestrator import evidence_store
 from memex.orchestrator.items import Citation
 from memex.orchestrator.state import Connection, Database, Row, new_id, now_iso
 from memex.orchestrator.turn_events import CHANNEL, TurnEvents, payload
@@ -235,10 +236,17 @@ class TurnQueue(Database):
         return prior
 
     def answer_turn(
-        self, turn: Turn, worker_id: str, text: str, citations: Sequence[Citation]
+        self,
+        turn: Turn,
+        worker_id: str,
+        text: str,
+        citations: Sequence[Citation],
+        evidence_turn_id: str = "",
     ) -> bool:
         """Writes the assistant turn and marks the user turn answered, in one transaction, only if
-        ``worker_id`` still holds the claim (so a turn is answered exactly once)."""
+        ``worker_id`` still holds the claim (so a turn is answered exactly once). The evidence
+        bundle of the ask that answered it (telemetry turn ``evidence_turn_id``) is named as this
+        answer's in the same transaction (``evidence_store.link``)."""
         with self._tx() as db:
             cursor = db.execute(
                 "UPDATE turns SET state = 'answered', lease_until = 0 "
@@ -247,13 +255,13 @@ class TurnQueue(Database):
             )
             if cursor.rowcount != 1:
                 return False
-            seq = self._next_seq(db)
+            seq, reply_id = self._next_seq(db), new_id()
             db.execute(
                 "INSERT INTO turns "
                 "(id, thread_id, role, text, citations, state, reply_to, seq, created_at) "
                 "VALUES (?, ?, 'assistant', ?, ?, 'answered', ?, ?, ?)",
                 (
-                    new_id(),
+                    reply_id,
                     turn.thread_id,
                     text,
                     json.dumps([asdict(c) for c in citations]),
@@ -262,6 +270,14 @@ class TurnQueue(Database):
                     now_iso(),
                 ),
             )
+            if evidence_turn_id:
+                evidence_store.link(
+                    db,
+                    turn_id=evidence_turn_id,
+                    reply_turn_id=reply_id,
+                    thread_id=turn.thread_id,
+                    question=turn.text,
+                )
             changed = self._changed(db, turn.thread_id, turn.tenant)
         self._signal([changed])
         return True

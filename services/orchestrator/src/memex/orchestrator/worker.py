@@ -114,7 +114,12 @@ class ChatWorker:
                 turn.tenant, query, include_sensitive=turn.include_sensitive
             )
             if await asyncio.to_thread(
-                self._store.answer_turn, turn, worker_id, result.answer, result.citations
+                self._store.answer_turn,
+                turn,
+                worker_id,
+                result.answer,
+                result.citations,
+                result.turn_id,  # its evidence bundle becomes this answer's
             ):
                 self.answered += 1
                 WORKER_TURNS.labels("answered").inc()

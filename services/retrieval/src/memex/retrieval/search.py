@@ -436,7 +436,13 @@ def chunk_item(chunk_id: str, note: NoteMeta, channels: list[ChannelHit], fused:
         sensitive=note.sensitive,
         channels=channels,
         fused=fused,
-        attributes={"tags": list(note.tags), "aliases": list(note.aliases)},
+        # note_version: the note's fingerprint as indexed, so an answer's evidence bundle can
+        # say which version of the note an excerpt came from (issue 37).
+        attributes={
+            "tags": list(note.tags),
+            "aliases": list(note.aliases),
+            "note_version": note.fingerprint,
+        },
     )
 
 

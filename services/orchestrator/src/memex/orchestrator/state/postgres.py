@@ -177,7 +177,7 @@ class PostgresEngine:
             with psycopg.connect(self._url, autocommit=True, connect_timeout=timeout) as conn:
                 conn.execute(
                     "VACUUM telemetry_turns, telemetry_retrievals, llm_log, messages, "
-                    "conversations, turns, threads"
+                    "conversations, turns, threads, evidence"
                 )
         except psycopg.Error as exc:
             log.warning("VACUUM after a forget failed: %s", _first_line(exc))

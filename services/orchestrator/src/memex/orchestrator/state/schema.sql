@@ -227,3 +227,20 @@ ALTER TABLE llm_log ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 -- {text, kind, verdict, ref}), and the sentences cut for an unsupported one (JSON array).
 ALTER TABLE telemetry_turns ADD COLUMN claim_check TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE telemetry_turns ADD COLUMN dropped_claims TEXT NOT NULL DEFAULT '[]';
+
+-- migration 8
+-- Issue 37: the evidence bundle of each answer (an ask, a chat reply, a queued turn's answer),
+-- written once, in the transaction of its telemetry turn, when the answer is final: one JSON
+-- document (evidence.py; docs/evidence.md). A chat reply's message and a queued answer's turn
+-- name it too, so whichever id a client holds finds it; the bundle goes with its telemetry turn
+-- (a forgotten note, a deleted conversation), its message or its turn (a deleted thread).
+CREATE TABLE evidence (
+  turn_id        TEXT PRIMARY KEY REFERENCES telemetry_turns (id) ON DELETE CASCADE,
+  tenant         TEXT NOT NULL,
+  message_id     TEXT REFERENCES messages (id) ON DELETE CASCADE,
+  reply_turn_id  TEXT REFERENCES turns (id) ON DELETE CASCADE,
+  bundle         TEXT NOT NULL,
+  created_at     TEXT NOT NULL
+);
+CREATE INDEX evidence_by_message ON evidence (message_id);
+CREATE INDEX evidence_by_reply ON evidence (reply_turn_id);
