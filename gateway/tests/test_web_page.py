@@ -77,6 +77,9 @@ NOTE = {
 }
 
 
+EVIDENCE = {"format": "memex-evidence/1", "turn_id": "turn-9", "question": "How much?"}
+
+
 def persona(name: str, description: str, **flags: bool) -> dict[str, Any]:
     return {
         "name": name,
@@ -121,6 +124,7 @@ class Api:
         self.personas_status = 200
         self.note_requests: list[Request] = []
         self.refuse_sensitive = False  # answer include_sensitive as a key without the grant
+        self.evidence_urls: list[str] = []
 
     def handle(self, route: Route) -> None:
         request = route.request
@@ -153,6 +157,14 @@ class Api:
         elif path == "/v1/notes/ep-deposit":
             self.note_requests.append(request)
             route.fulfill(json=NOTE)
+        elif path.startswith("/v1/evidence/"):
+            self.evidence_urls.append(request.url)
+            if path == "/v1/evidence/m1":
+                disposition = 'attachment; filename="memex-evidence-turn-9.json"'
+                route.fulfill(json=EVIDENCE, headers={"Content-Disposition": disposition})
+            else:
+                message = "no evidence bundle for answer 'm2' (answers given before ...)"
+                route.fulfill(status=404, json={"error": {"code": "NOT_FOUND", "message": message}})
         elif path.startswith("/v1/conversations"):
             route.fulfill(json={"conversations": []})
         elif path == "/v1/threads":
@@ -254,6 +266,44 @@ def test_a_streamed_answer_renders_text_citations_and_the_withheld_note(
     assert "conversation_id" not in sent[0] and sent[1]["conversation_id"] == "c1"
 
 
+def test_each_answer_has_a_download_evidence_link_that_sends_the_key(
+    page: Page, api: Api, tmp_path: Path
+) -> None:
+    """Issue 37: the link under an answer downloads its evidence bundle by the answer's id, with
+    the API key (a plain link could not send it), under the gateway's file name."""
+    page.get_by_text("API key").click()
+    page.get_by_label("Key, sent as a Bearer token").fill("mx-secret")
+    page.get_by_role("button", name="Save").click()
+    api.chat_body = sse(
+        ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend"}),
+        ("delta", {"text": "£1,030."}),
+        ("done", {"message_id": "m1", "latency_ms": 5, "chunks_considered": 2}),
+    )
+    ask(page, "How much came back?")
+    answer = page.locator(".message.assistant")
+    link = answer.get_by_role("link", name="Download evidence")
+    expect(link).to_have_attribute("href", "/v1/evidence/m1")
+    with page.expect_download() as saved:
+        link.click()
+    download = saved.value
+    assert download.suggested_filename == "memex-evidence-turn-9.json"
+    download.save_as(tmp_path / "bundle.json")
+    assert json.loads((tmp_path / "bundle.json").read_text()) == EVIDENCE
+    [headers] = [h for m, p, h, _ in api.requests if p == "/v1/evidence/m1"]
+    assert headers["authorization"] == "Bearer mx-secret"
+    # Shared files leave sensitive excerpts out: the page does not ask for them.
+    assert api.evidence_urls == [f"{BASE}/v1/evidence/m1"]
+
+    # An answer without a bundle says so beside its link, and the answer stays as it was.
+    api.chat_body = api.chat_body.replace('"m1"', '"m2"')
+    ask(page, "Again?")
+    second = page.locator(".message.assistant").nth(1)
+    second.get_by_role("link", name="Download evidence").click()
+    expect(second.locator(".evidence-error")).to_contain_text("no evidence bundle for answer")
+    expect(second).to_have_attribute("data-state", "done")
+    expect(page.get_by_role("alert")).to_have_count(0)
+
+
 def test_an_error_event_and_an_http_error_are_shown(page: Page, api: Api) -> None:
     api.chat_body = sse(
         ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend"}),
@@ -325,6 +375,8 @@ def test_a_queued_turn_goes_pending_thinking_answered(page: Page, api: Api) -> N
     reply = page.locator(".message.assistant")
     expect(reply.locator(".text")).to_have_text("Plot 23B.")
     expect(reply.locator(".support")).to_have_text("verbatim")
+    evidence = reply.get_by_role("link", name="Download evidence")
+    expect(evidence).to_have_attribute("href", "/v1/evidence/t2")  # the answer's own turn id
     polled = [p for m, p, _, _ in api.requests if p == "/v1/turns/t1"]
     assert len(polled) == 4
     [queued] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/turns"]

@@ -141,6 +141,12 @@ def test_web_chat_streams_queues_and_opens_cited_notes(gateway_url: str, page: P
     expect(reply.locator(".text")).not_to_be_empty()
     queued_citations = check_citations(reply)
     expect(page.locator("#threads li")).to_have_count(1)
+    # Its evidence bundle is the queued answer's own (issue 37), found by the reply's turn id.
+    href = reply.get_by_role("link", name="Download evidence").get_attribute("href")
+    assert href and href.startswith("/v1/evidence/")
+    bundle = httpx.get(f"{gateway_url}{href}", timeout=30).json()
+    assert (bundle["kind"], bundle["question"]) == ("queued", QUEUE_QUESTION)
+    assert bundle["reply_turn_id"] == href.rsplit("/", 1)[1]
     take_screenshot(page, "web-chat.png")
 
     # A cited note opens from its link (the tiny model cites in ask more often than in chat).
@@ -187,7 +193,7 @@ def scripted_env(stack_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 
 def test_citations_link_to_their_notes(
-    scripted_env: dict[str, str], memex_cli: list[str], page: Page
+    scripted_env: dict[str, str], memex_cli: list[str], page: Page, tmp_path: Path
 ) -> None:
     memex(memex_cli, scripted_env, "up")
     memex(memex_cli, scripted_env, "index", str(REPO_ROOT / "demo" / "vault"))
@@ -203,6 +209,22 @@ def test_citations_link_to_their_notes(
     labels = answer.locator(".citation .support").all_inner_texts()
     assert labels == ["verbatim", "reading between the lines", "paraphrase"]
     take_screenshot(page, "web-chat-citations.png")
+
+    # The answer's evidence bundle downloads from the link under it (issue 37), as the real
+    # orchestrator recorded it: the reply as streamed, the graded citations, the excerpts.
+    with page.expect_download() as saved:
+        answer.get_by_role("link", name="Download evidence").click()
+    download = saved.value
+    assert re.fullmatch(r"memex-evidence-[0-9a-f]{32}\.json", download.suggested_filename)
+    download.save_as(tmp_path / "evidence.json")
+    bundle = json.loads((tmp_path / "evidence.json").read_text(encoding="utf-8"))
+    assert bundle["kind"] == "chat" and bundle["question"] == STREAM_QUESTION
+    assert bundle["answer"].startswith(SCRIPTED_TEXT)
+    assert [c["support"] for c in bundle["citations"]] == ["verbatim", "inference", "paraphrase"]
+    shown = {e["ref"]: e for e in bundle["excerpts"]}
+    deposit = shown["[[2026-04-28 — Deposit sorted]]"]
+    assert re.fullmatch(r"[0-9a-f]{64}", deposit["note_version"]) and deposit["cited"]
+    assert deposit["path"] == "journal/2026-04-28 — Deposit sorted.md"
 
     link = answer.get_by_role("link", name="[[2026-04-28 — Deposit sorted]]")
     link.click()

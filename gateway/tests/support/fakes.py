@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import threading
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -73,6 +74,52 @@ LOGGED_ASKS = [
         created_at=STAMP,
     ),
 ]
+
+# The evidence bundle of the fake ask (turn_id "turn-ask"): one plain excerpt, one sensitive.
+EVIDENCE: dict[str, Any] = {
+    "format": "memex-evidence/1",
+    "turn_id": "turn-ask",
+    "kind": "ask",
+    "created_at": STAMP,
+    "question": "How much did Graham return?",
+    "answer": "Graham returned £1,030.",
+    "abstained": False,
+    "model": "fake",
+    "prompt_version": "v1",
+    "persona": "analyst",
+    "conversation_id": "",
+    "message_id": "",
+    "thread_id": "",
+    "reply_turn_id": "",
+    "asked_as": "",
+    "excerpts": [
+        {
+            "number": n, "ref": ref, "kind": "chunk", "item_id": f"chunk-{n}",
+            "episode_id": f"ep-{n}", "title": ref[2:-2], "path": f"home/{ref[2:-2]}.md",
+            "heading": "", "date": "2026-02-01", "collection": "", "sensitive": n == 2,
+            "cited": n == 1, "text": text, "excerpt_sha256": "0" * 64, "note_version": "f" * 64,
+            "chunk_start": 0, "chunk_end": len(text),
+        }
+        for n, ref, text in [
+            (1, "[[Flat lease]]", "Graham agreed to return £1,030 of the deposit."),
+            (2, "[[Therapy notes]]", "Talked about the flat."),
+        ]
+    ],
+    "citations": [
+        {
+            "ref": "[[Flat lease]]", "item_id": "chunk-1", "episode_id": "ep-1",
+            "path": "home/Flat lease.md", "quote": "return £1,030", "support": "verbatim",
+            "source": 1,
+        }
+    ],
+    "grounding": {"cited": 1, "grounded": 1, "score": 1.0, "dropped": []},
+    "claim_check": {
+        "specifics": [{"text": "£1,030", "kind": "figure", "verdict": "supported",
+                       "ref": "[[Flat lease]]"}],
+        "dropped_claims": [],
+    },
+    "left_out": {"excerpts": 0, "citations": 0, "answer": False},
+}  # fmt: skip
 
 
 PERSONAS = pb.ListPersonasResponse(
@@ -229,6 +276,7 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
         # GetConversation and ListTurns requests: replays of stored answers (issue 11).
         self.replay_requests: list[pb.GetConversationRequest | pb.ListTurnsRequest] = []
         self.request_ids: list[str] = []
+        self.evidence_requests: list[pb.GetEvidenceRequest] = []
         self.cancelled = threading.Event()
         self.ask_cancelled = threading.Event()
         self.forgotten = False
@@ -477,6 +525,29 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
         for turn in gone:
             del self.turns[turn.id]
         return pb.DeleteThreadResponse(turns_deleted=len(gone))
+
+    async def GetEvidence(
+        self, request: pb.GetEvidenceRequest, context: Context
+    ) -> pb.GetEvidenceResponse:
+        """Knows the fake ask's bundle (``EVIDENCE``); its sensitive excerpt is a placeholder
+        unless asked for, as the orchestrator's read policy has it."""
+        self.evidence_requests.append(request)
+        if not request.turn_id.strip():
+            raise InvalidArgument("turn_id is empty: give the answer's id")
+        if request.turn_id != EVIDENCE["turn_id"]:
+            raise NotFound(f"no evidence bundle for answer {request.turn_id!r}")
+        bundle = dict(EVIDENCE)
+        left = 0 if request.include_sensitive else 1
+        if left:
+            bundle["excerpts"] = [
+                {"number": 2, "left_out": "sensitive"} if e["sensitive"] else e
+                for e in EVIDENCE["excerpts"]
+            ]
+            bundle["left_out"] = {"excerpts": 1, "citations": 0, "answer": True}
+            bundle["answer"] = "(This reply drew on sensitive notes.)"
+        return pb.GetEvidenceResponse(
+            turn_id=bundle["turn_id"], bundle_json=json.dumps(bundle), left_out=left
+        )
 
     async def ForgetNote(
         self, request: pb.ForgetNoteRequest, context: Context

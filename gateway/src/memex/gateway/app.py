@@ -28,6 +28,7 @@ from memex.gateway.routes import (
     beliefs,
     chat,
     conversations,
+    evidence,
     notes,
     openai_compat,
     personas,
@@ -141,6 +142,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         conversations.router,
         turns.router,
         notes.router,
+        evidence.router,
         beliefs.router,
         admin.router,
     ):

@@ -31,6 +31,7 @@ ORCHESTRATOR_READS = (
     "ListThreads",
     "ListTurns",
     "ListPersonas",
+    "GetEvidence",
 )
 
 

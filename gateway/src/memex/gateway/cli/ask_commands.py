@@ -151,9 +151,10 @@ def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     withheld = f", {reply.withheld} sensitive withheld" if reply.withheld else ""
     if reply.withheld and not args.include_sensitive:
         withheld += " (--include-sensitive to use them)"
+    evidence = f"; evidence: memex evidence {reply.turn_id}" if reply.turn_id else ""
     print(
         f"\n— {reply.persona}, {reply.model}, {reply.latency_ms / 1000:.1f}s"
-        f"{', abstained' if reply.abstained else ''}{withheld}",
+        f"{', abstained' if reply.abstained else ''}{withheld}{evidence}",
         file=sys.stderr,
     )
     return rpc.EXIT_OK

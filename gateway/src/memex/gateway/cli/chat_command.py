@@ -138,6 +138,8 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
         if turn.conversation_id and not args.json:
             print(f"(continue with: memex chat --conversation {turn.conversation_id})",
                   file=sys.stderr)  # fmt: skip
+        if turn.message_id and not args.json:
+            print(f"(evidence: memex evidence {turn.message_id})", file=sys.stderr)
         return _exit_code(turn)
 
     async def session(stub: Stub) -> int:

@@ -16,6 +16,7 @@ from memex.gateway.cli import (
     chat_command,
     embed_command,
     eval_command,
+    evidence_command,
     forget_command,
     generate_command,
     key_commands,
@@ -111,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     convs.set_defaults(run=ask_commands.conversations)
 
     forget_command.add_parser(commands)
+    evidence_command.add_parser(commands)
     retrieval_commands.add_parsers(commands)
     records_commands.add_parsers(commands)
     beliefs_commands.add_parsers(commands)

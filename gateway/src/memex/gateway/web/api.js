@@ -185,3 +185,22 @@ export async function* watchThread(threadId, signal) {
   const response = await send("GET", path, undefined, signal);
   yield* readEvents(response.body);
 }
+
+/**
+ * GET an answer's evidence bundle (issue 37) and save it as a file. Fetched rather than linked,
+ * so the API key's Authorization header goes with it, which a plain download link cannot send.
+ * The name is the gateway's (Content-Disposition), else one made from the id.
+ */
+export async function downloadEvidence(answerId) {
+  const response = await send("GET", `/v1/evidence/${encodeURIComponent(answerId)}`);
+  const blob = await response.blob();
+  const named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = named ? named[1] : `memex-evidence-${answerId}.json`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000); // the browser reads it after the click
+}

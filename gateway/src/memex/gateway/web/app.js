@@ -6,6 +6,7 @@ import {
   ApiError,
   apiKey,
   chat,
+  downloadEvidence,
   getAsOwner,
   getJson,
   postAnswer,
@@ -19,6 +20,7 @@ import {
   messageItem,
   renderCitations,
   renderError,
+  renderEvidenceLink,
   renderMeta,
   renderTurnState,
 } from "./render.js";
@@ -149,6 +151,7 @@ async function streamAnswer(text) {
         const chunks =
           data.chunks_considered !== undefined ? `${data.chunks_considered} chunks considered` : "";
         renderMeta(answer, [meta.persona, meta.model, seconds, chunks]);
+        renderEvidenceLink(answer, data.message_id, downloadEvidence);
       } else if (event === "error") {
         finished = true;
         renderError(answer, data.code, data.message || "the answer failed");
@@ -267,6 +270,7 @@ async function showReply(question, turn) {
     const item = messageItem("assistant", reply.text, { state: "done", turnId: reply.id });
     question.after(item);
     renderCitations(item, reply.citations, liftWithheldNote(item));
+    renderEvidenceLink(item, reply.id, downloadEvidence);
     scrollToEnd();
   } catch (err) {
     renderError(question, ...describe(err));
@@ -293,6 +297,7 @@ async function openConversation(id) {
         renderCitations(item, m.citations, liftWithheldNote(item));
         const seconds = m.latency_ms ? `${(m.latency_ms / 1000).toFixed(1)} s` : "";
         renderMeta(item, [conversation.persona, m.model, seconds]);
+        renderEvidenceLink(item, m.id, downloadEvidence);
       }
     }
   } catch (err) {
@@ -318,6 +323,7 @@ async function openThread(id, title) {
         if (t.state === "pending" || t.state === "thinking") followTurn(item, t);
       } else {
         renderCitations(item, t.citations, liftWithheldNote(item));
+        renderEvidenceLink(item, t.id, downloadEvidence);
       }
     }
   } catch (err) {

@@ -139,3 +139,26 @@ export function renderTurnState(message, state) {
   badge.textContent = state;
   badge.className = `turn-state state-${state}`;
 }
+
+/**
+ * The "Download evidence" link under an answer (issue 37): `download(answerId)` saves its evidence
+ * bundle; a failure (an answer from before bundles were kept: 404) is said beside the link.
+ */
+export function renderEvidenceLink(message, answerId, download) {
+  message.querySelector(".evidence")?.remove();
+  if (!answerId) return;
+  const href = `/v1/evidence/${encodeURIComponent(answerId)}`;
+  const note = el("span", { class: "evidence-error", role: "status" });
+  const link = el("a", { href, class: "evidence-link", download: "" }, "Download evidence");
+  link.title = "The question, the answer, its excerpts and checked citations, as a JSON file";
+  link.addEventListener("click", async (event) => {
+    event.preventDefault();
+    note.textContent = "";
+    try {
+      await download(answerId);
+    } catch (err) {
+      note.textContent = ` ${err && err.message ? err.message : err}`;
+    }
+  });
+  message.querySelector(".bubble").append(el("p", { class: "evidence" }, link, note));
+}
