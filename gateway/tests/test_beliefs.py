@@ -29,6 +29,10 @@ def test_list_review_and_forget_beliefs(gateway: Gateway) -> None:
     assert http.post("/v1/beliefs/nope/confirm").status_code == 404
     assert http.post("/v1/beliefs/reflect", json={"since": "May"}).status_code == 400
     assert http.post("/v1/beliefs/reflect", json={"max_episodes": 999}).status_code == 400
+    # JSON Schema's integer: 20.0 is one, 2.5 and true are not (schemathesis sends 0.0).
+    assert http.post("/v1/beliefs/reflect", json={"max_episodes": 20.0}).status_code == 200
+    for not_whole in (2.5, True, "3"):
+        assert http.post("/v1/beliefs/reflect", json={"max_episodes": not_whole}).status_code == 400
     assert http.delete("/v1/beliefs/reflect-1").json() == {"deleted": 1}
 
 

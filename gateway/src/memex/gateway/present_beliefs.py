@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from memex.gateway.models import Int, Strict
 from memex.gateway.present import SupportName, support_name
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -82,10 +83,8 @@ class BeliefForgotten(BaseModel):
     deleted: int = Field(description="1 when the belief was deleted.")
 
 
-class ReflectRequest(BaseModel):
+class ReflectRequest(Strict):
     """A reflect run's window and limits."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     since: str = Field(
         "",
@@ -95,7 +94,7 @@ class ReflectRequest(BaseModel):
     until: str = Field(
         "", pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="Notes dated on or before."
     )
-    max_episodes: int = Field(0, ge=0, le=200, description="Newest notes read; 0: the setting.")
+    max_episodes: Int = Field(0, ge=0, le=200, description="Newest notes read; 0: the setting.")
     include_sensitive: bool = Field(
         False,
         description="Let sensitive notes feed it where the reasoner may see them (a local one, "
