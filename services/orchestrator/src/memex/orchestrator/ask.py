@@ -34,6 +34,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
+from memex.orchestrator import conflicts
 from memex.orchestrator.answers import (
     Reading,
     ReplyStream,
@@ -457,9 +458,11 @@ class Asker:
             result.citations = []
             result.answer = abstention(sources)
         else:
-            result.citations = reading.citations
+            differ = conflicts.find(reading, sources, question)
+            result.citations = conflicts.citations(differ, reading.citations)
             result.answer = (
                 reading.answer
+                + conflicts.said(differ)
                 + "".join(
                     f"\n\nAs your note writes it: `{line}` {ref}" for line, ref in reading.to_type
                 )

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 
+from memex.orchestrator import conflicts
 from memex.orchestrator.answers import ReplyStream
 from memex.orchestrator.audit import tenant_var
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
@@ -172,11 +173,15 @@ class Chatter:
                     async for text in generated:
                         yield Delta(text)
             reading = streamed.read()  # police
-            citations, report = reading.citations, reading.report
+            differ = conflicts.find(reading, sources, message)
+            citations, report = conflicts.citations(differ, reading.citations), reading.report
             shown = [s.item for s in sources]
             DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))
             WITHHELD.labels("chat").inc(len(withheld))
             reply = reading.answer
+            if differ:
+                reply += conflicts.said(differ)
+                yield Delta(conflicts.said(differ))
             if withheld:
                 note = f"\n\n{p.sensitivity.withheld_note(len(withheld))}"
                 reply += note
