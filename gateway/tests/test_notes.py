@@ -8,6 +8,7 @@ import httpx
 
 from memex.gateway import apikeys
 
+from .support.fakes import FakeOrchestrator
 from .support.harness import Gateway, running_gateway
 
 
@@ -74,3 +75,30 @@ def test_old_key_files_load_without_the_grant(tmp_path: Path) -> None:
     )
     [key] = apikeys.load_keys(keys)
     assert key.name == "old" and key.sensitive is False
+
+
+def test_a_cited_memos_file_streams_to_play_inline(gateway: Gateway) -> None:
+    response = httpx.get(f"{gateway.url}/v1/notes/ep-memo/file", timeout=30)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "audio/wav"
+    assert response.headers["content-disposition"] == (
+        "inline; filename*=UTF-8''2026-03-14%20walk%20memo.wav"
+    )
+    assert response.content == FakeOrchestrator.MEMO
+    assert int(response.headers["content-length"]) == len(FakeOrchestrator.MEMO)
+
+
+def test_a_file_that_cannot_be_read_says_why(gateway: Gateway) -> None:
+    for episode, status, code in [
+        ("ep-1", 400, "FAILED_PRECONDITION"),  # a Markdown note is its own text
+        ("ep-private", 403, "PERMISSION_DENIED"),
+        ("ep-gone", 404, "NOT_FOUND"),
+    ]:
+        response = httpx.get(f"{gateway.url}/v1/notes/{episode}/file", timeout=30)
+        assert response.status_code == status, episode
+        assert response.json()["error"]["code"] == code
+    asked = httpx.get(f"{gateway.url}/v1/notes/ep-private/file?include_sensitive=true", timeout=30)
+    assert asked.status_code == 200
+    spec = httpx.get(f"{gateway.url}/openapi.json", timeout=30).json()
+    operation = spec["paths"]["/v1/notes/{episode_id}/file"]["get"]
+    assert {"audio/*", "application/pdf"} <= set(operation["responses"]["200"]["content"])

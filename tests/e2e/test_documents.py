@@ -11,8 +11,12 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
+from playwright.sync_api import Page, expect
 
 from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
@@ -106,3 +110,49 @@ def test_a_question_about_each_kind_is_answered_from_it_and_cited_to_the_place(
     assert re.search(fact, result["answer"]), result["answer"]
     assert any(re.fullmatch(ref, c["ref"]) for c in result["citations"]), result
     assert re.search(ref, result["answer"]), result["answer"]
+
+
+def test_a_cited_memo_plays_from_its_time_and_a_pdf_opens_at_its_page(
+    documents_stack: tuple[dict[str, str], str], page: Page
+) -> None:
+    env, _ = documents_stack
+    gateway = f"http://127.0.0.1:{env['MEMEX_GATEWAY_PORT']}"
+    vault = Path(env["MEMEX_DATA_DIR"]).parent / "vault"
+
+    def hit(query: str, path: str) -> dict[str, Any]:
+        found = httpx.post(f"{gateway}/v1/search", json={"query": query}, timeout=60).json()
+        return next(h for h in found["items"] if h["provenance"]["path"] == path)
+
+    memo = hit("new padlock for the allotment shed", "memos/2026-03-14 walk memo.m4a")
+    episode, heading = memo["provenance"]["episode_id"], memo["provenance"]["heading"]
+    assert re.fullmatch(r"00:\d\d", heading), heading
+    served = httpx.get(f"{gateway}/v1/notes/{quote(episode)}/file", timeout=60)
+    assert served.status_code == 200 and served.headers["content-type"] == "audio/mp4"
+    assert served.content == (vault / "memos" / "2026-03-14 walk memo.m4a").read_bytes()
+    moving = hit("removal van booked", "Moving.md")["provenance"]["episode_id"]
+    refused = httpx.get(f"{gateway}/v1/notes/{quote(moving)}/file", timeout=60)
+    assert refused.status_code == 400 and "not a voice memo" in refused.text
+
+    # The note view in Chromium: the memo's player, cued to the cited stretch.
+    page.goto(f"{gateway}/notes/{quote(episode)}?chunk={quote(memo['id'])}")
+    player = page.locator("figure.original audio")
+    expect(page.locator("figure.original figcaption")).to_have_text(
+        f"The voice memo, from {heading}"
+    )
+    if player.evaluate("a => a.canPlayType('audio/mp4')"):  # Debian's Chromium plays AAC
+        page.wait_for_function(
+            "() => document.querySelector('figure.original audio').readyState >= 1", timeout=30_000
+        )
+        minutes, seconds = heading.split(":")
+        assert player.evaluate("a => a.currentTime") == int(minutes) * 60 + int(seconds)
+        assert player.evaluate("a => a.duration") > 0
+    assert player.evaluate("a => a.src").startswith("blob:")
+
+    lease = hit("which scheme protects my tenancy deposit", "Lease.pdf")
+    page.goto(
+        f"{gateway}/notes/{quote(lease['provenance']['episode_id'])}?chunk={quote(lease['id'])}"
+    )
+    link = page.locator("p.original a")
+    page_number = lease["provenance"]["heading"].removeprefix("p. ")
+    expect(link).to_have_text(f"Open the PDF at page {page_number}")
+    assert (link.get_attribute("href") or "").endswith(f"#page={page_number}")

@@ -21,7 +21,7 @@ from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2_grpc
-from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied
+from memex.shared.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 
 from .fake_beliefs import FakeBeliefs
 
@@ -245,6 +245,26 @@ class MemoryReads:
             sections=[pb.NoteSection(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
             citation="[[Flat lease]]",
         )
+
+    MEMO = b"RIFF" + bytes(range(256)) * 1200  # a voice memo's bytes: more than one piece
+
+    async def ReadNoteFile(
+        self, request: pb.ReadNoteFileRequest, context: Context
+    ) -> AsyncIterator[pb.ReadNoteFileResponse]:
+        self.reads.append(request)
+        if request.episode_id == "ep-1":
+            raise FailedPrecondition("home/Flat lease.md is not a voice memo or a PDF")
+        if request.episode_id != "ep-memo":
+            # Unknown or sensitive notes fail as their text does.
+            asked = pb.GetNoteRequest(
+                episode_id=request.episode_id, include_sensitive=request.include_sensitive
+            )
+            await self.GetNote(asked, context)
+        yield pb.ReadNoteFileResponse(
+            content_type="audio/wav", size=len(self.MEMO), name="2026-03-14 walk memo.wav"
+        )
+        for start in range(0, len(self.MEMO), 256 * 1024):
+            yield pb.ReadNoteFileResponse(data=self.MEMO[start : start + 256 * 1024])
 
 
 class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer):
@@ -601,4 +621,4 @@ class FakeRetrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
 
     Search = UpsertRecords = DeleteRecords = QueryRecords = PersonTimeline = _unused
     ListInbox = GetNote = DeleteNote = ListNotes = _unused
-    IndexVault = _unused  # type: ignore[assignment]
+    IndexVault = ReadNoteFile = _unused  # type: ignore[assignment]

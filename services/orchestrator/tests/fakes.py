@@ -20,6 +20,7 @@ from memex.orchestrator.ports import (
     ChatMessage,
     ForgottenNote,
     GenerateOptions,
+    NoteFileHead,
     ReasonerInfo,
     SearchSpec,
     Usage,
@@ -105,6 +106,12 @@ class FakeMemory:
 
     async def note(self, tenant: str, episode_id: str) -> Note:
         raise NotImplementedError
+
+    async def note_file(
+        self, tenant: str, episode_id: str
+    ) -> AsyncGenerator[NoteFileHead | bytes, None]:
+        raise NotImplementedError
+        yield b""  # an async generator, as the port's is
 
 
 NOTES = [

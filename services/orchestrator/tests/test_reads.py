@@ -123,6 +123,14 @@ class Retrieval(retrieval_pb2_grpc.RetrievalServiceServicer):
             chunks=[rpb.NoteChunk(id="c", ordinal=0, heading="H", start=0, end=3)],
         )
 
+    async def ReadNoteFile(
+        self, request: Any, context: Any
+    ) -> AsyncIterator[rpb.ReadNoteFileResponse]:
+        self.seen.append(request)
+        yield rpb.ReadNoteFileResponse(content_type="audio/mpeg", size=7, name="memo.mp3")
+        for piece in (b"ID3", b"memo"):
+            yield rpb.ReadNoteFileResponse(data=piece)
+
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, Retrieval, Orchestrator]]:
@@ -274,3 +282,27 @@ async def test_a_sensitive_note_is_refused_unless_asked(served: Any) -> None:
     assert plain.citation == "[[deposit]]" and [s.id for s in plain.sections] == ["c"]
     error = await refused(stub.GetNote(pb.GetNoteRequest(episode_id="ep-gone")))
     assert error.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def refused_file(stub: Any, episode_id: str) -> grpc.aio.AioRpcError:
+    with pytest.raises(grpc.aio.AioRpcError) as failed:
+        async for _ in stub.ReadNoteFile(pb.ReadNoteFileRequest(episode_id=episode_id)):
+            pass
+    return failed.value
+
+
+async def test_a_notes_file_is_relayed_only_where_its_text_may_be_read(served: Any) -> None:
+    stub, retrieval, _ = served
+    error = await refused_file(stub, "ep-therapy")
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert not [r for r in retrieval.seen if isinstance(r, rpb.ReadNoteFileRequest)]  # no byte
+    error = await refused_file(stub, "ep-gone")
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+
+    replies = [r async for r in stub.ReadNoteFile(pb.ReadNoteFileRequest(episode_id="ep-deposit"))]
+    assert (replies[0].content_type, replies[0].size, replies[0].name) == (
+        "audio/mpeg",
+        7,
+        "memo.mp3",
+    )
+    assert b"".join(r.data for r in replies[1:]) == b"ID3memo"

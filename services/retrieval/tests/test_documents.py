@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import grpc
 import pytest
 
 from memex.retrieval.config import RetrievalSettings
@@ -206,3 +207,47 @@ def test_a_documents_suffix_matches_in_any_case(tmp_path: Path) -> None:
     include = RetrievalSettings().include
     found = scan(tmp_path, include, ["drafts/*"], "records")
     assert sorted(f.rel for f in found.notes) == ["Lease.PDF", "Note.md", "memos/Walk.M4A"]
+
+
+async def read_file(
+    stub: Stub, episode_id: str
+) -> tuple[retrieval_pb2.ReadNoteFileResponse, bytes]:
+    request = retrieval_pb2.ReadNoteFileRequest(episode_id=episode_id)
+    replies = [reply async for reply in stub.ReadNoteFile(request)]
+    return replies[0], b"".join(reply.data for reply in replies[1:])
+
+
+async def episode(stub: Stub, query: str, path: str) -> str:
+    reply = await stub.Search(retrieval_pb2.SearchRequest(query=query))
+    return next(i.provenance.episode_id for i in reply.items if i.provenance.path == path)
+
+
+async def test_a_cited_pdfs_file_is_read_back_as_the_vault_holds_it(
+    retrieval: Stub, tmp_path: Path
+) -> None:
+    vault = tmp_path / "vault"
+    (vault / "home").mkdir(parents=True)
+    lease = pdf_bytes(LEASE_PAGES) + b"\n" * 600_000  # more than two 256 KiB pieces
+    (vault / "home/Lease.pdf").write_bytes(lease)
+    write(vault, "Plain.md", "# Plain\n\nA note about the lease and its rent.\n")
+    await index_vault(retrieval, vault)
+    pdf = await episode(retrieval, "lease rent", "home/Lease.pdf")
+
+    head, data = await read_file(retrieval, pdf)
+    assert (head.content_type, head.size, head.name) == ("application/pdf", len(lease), "Lease.pdf")
+    assert data == lease
+
+    plain = await episode(retrieval, "lease rent", "Plain.md")
+    with pytest.raises(grpc.aio.AioRpcError) as markdown:
+        await read_file(retrieval, plain)
+    assert markdown.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "not a voice memo or a PDF" in str(markdown.value.details())
+    with pytest.raises(grpc.aio.AioRpcError) as unknown:
+        await read_file(retrieval, "no-such-note")
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+    (vault / "home/Lease.pdf").unlink()  # gone from the vault, still indexed
+    with pytest.raises(grpc.aio.AioRpcError) as gone:
+        await read_file(retrieval, pdf)
+    assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "no longer in the vault" in str(gone.value.details())

@@ -2504,3 +2504,60 @@ class ForgetBeliefResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ForgetBeliefResponse: _TypeAlias = ForgetBeliefResponse  # noqa: Y015
+
+@_typing.final
+class ReadNoteFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    episode_id: _builtins.str
+    """A citation's episode id: a voice memo or a PDF."""
+    include_sensitive: _builtins.bool
+    """Required to read a note marked sensitive."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        episode_id: _builtins.str = ...,
+        include_sensitive: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "include_sensitive", b"include_sensitive", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadNoteFileRequest: _TypeAlias = ReadNoteFileRequest  # noqa: Y015
+
+@_typing.final
+class ReadNoteFileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENT_TYPE_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    content_type: _builtins.str
+    """Set on the first message: media type, size in bytes and the file's name."""
+    size: _builtins.int
+    name: _builtins.str
+    data: _builtins.bytes
+    """The bytes, in order, in pieces of at most 256 KiB (none on the first message)."""
+    def __init__(
+        self,
+        *,
+        content_type: _builtins.str = ...,
+        size: _builtins.int = ...,
+        name: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_type", b"content_type", "data", b"data", "name", b"name", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadNoteFileResponse: _TypeAlias = ReadNoteFileResponse  # noqa: Y015

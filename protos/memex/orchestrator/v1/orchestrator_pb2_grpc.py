@@ -129,6 +129,11 @@ class OrchestratorServiceStub:
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
                 response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
                 _registered_method=True)
+        self.ReadNoteFile = channel.unary_stream(
+                '/memex.orchestrator.v1.OrchestratorService/ReadNoteFile',
+                request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileRequest.SerializeToString,
+                response_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileResponse.FromString,
+                _registered_method=True)
         self.DeleteThread = channel.unary_unary(
                 '/memex.orchestrator.v1.OrchestratorService/DeleteThread',
                 request_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.DeleteThreadRequest.SerializeToString,
@@ -316,6 +321,16 @@ class OrchestratorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadNoteFile(self, request, context):
+        """The file a cited voice memo or PDF was read from, so a reader can play the memo from the
+        cited time or open the PDF at the page: the media type, size and name first, then the
+        bytes. Errors as GetNote's; NOT_FOUND too for a file gone from the vault, and
+        FAILED_PRECONDITION for a note with no such file (Markdown, a web page, mail).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DeleteThread(self, request, context):
         """-- forget (issue 11): verified deletion ----------------------------------------------------
         Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
@@ -468,6 +483,11 @@ def add_OrchestratorServiceServicer_to_server(servicer, server):
                     servicer.GetNote,
                     request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.FromString,
                     response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.SerializeToString,
+            ),
+            'ReadNoteFile': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReadNoteFile,
+                    request_deserializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileRequest.FromString,
+                    response_serializer=memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileResponse.SerializeToString,
             ),
             'DeleteThread': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteThread,
@@ -1013,6 +1033,33 @@ class OrchestratorService:
             '/memex.orchestrator.v1.OrchestratorService/GetNote',
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteRequest.SerializeToString,
             memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.GetNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadNoteFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memex.orchestrator.v1.OrchestratorService/ReadNoteFile',
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileRequest.SerializeToString,
+            memex_dot_orchestrator_dot_v1_dot_orchestrator__pb2.ReadNoteFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -97,6 +97,12 @@ class OrchestratorServiceStub:
     """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
     for a sensitive note asked for without include_sensitive.
     """
+    ReadNoteFile: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.ReadNoteFileRequest, _orchestrator_pb2.ReadNoteFileResponse]
+    """The file a cited voice memo or PDF was read from, so a reader can play the memo from the
+    cited time or open the PDF at the page: the media type, size and name first, then the
+    bytes. Errors as GetNote's; NOT_FOUND too for a file gone from the vault, and
+    FAILED_PRECONDITION for a note with no such file (Markdown, a web page, mail).
+    """
     DeleteThread: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.DeleteThreadRequest, _orchestrator_pb2.DeleteThreadResponse]
     """-- forget (issue 11): verified deletion ----------------------------------------------------
     Deletes a queued-chat thread with all its turns (SPEC B13). NOT_FOUND for an unknown thread.
@@ -197,6 +203,12 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     GetNote: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.GetNoteRequest, _orchestrator_pb2.GetNoteResponse]  # type: ignore[assignment]
     """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
     for a sensitive note asked for without include_sensitive.
+    """
+    ReadNoteFile: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.ReadNoteFileRequest, _orchestrator_pb2.ReadNoteFileResponse]  # type: ignore[assignment]
+    """The file a cited voice memo or PDF was read from, so a reader can play the memo from the
+    cited time or open the PDF at the page: the media type, size and name first, then the
+    bytes. Errors as GetNote's; NOT_FOUND too for a file gone from the vault, and
+    FAILED_PRECONDITION for a note with no such file (Markdown, a web page, mail).
     """
     DeleteThread: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.DeleteThreadRequest, _orchestrator_pb2.DeleteThreadResponse]  # type: ignore[assignment]
     """-- forget (issue 11): verified deletion ----------------------------------------------------
@@ -409,6 +421,18 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_orchestrator_pb2.GetNoteResponse, _abc.Awaitable[_orchestrator_pb2.GetNoteResponse]]:
         """One note by episode id. NOT_FOUND for an unknown id; PERMISSION_DENIED (saying how to ask)
         for a sensitive note asked for without include_sensitive.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadNoteFile(
+        self,
+        request: _orchestrator_pb2.ReadNoteFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.ReadNoteFileResponse], _abc.AsyncIterator[_orchestrator_pb2.ReadNoteFileResponse]]:
+        """The file a cited voice memo or PDF was read from, so a reader can play the memo from the
+        cited time or open the PDF at the page: the media type, size and name first, then the
+        bytes. Errors as GetNote's; NOT_FOUND too for a file gone from the vault, and
+        FAILED_PRECONDITION for a note with no such file (Markdown, a web page, mail).
         """
 
     @_abc_1.abstractmethod

@@ -1055,3 +1055,58 @@ class ListNotesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListNotesResponse: _TypeAlias = ListNotesResponse  # noqa: Y015
+
+@_typing.final
+class ReadNoteFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_FIELD_NUMBER: _builtins.int
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    tenant: _builtins.str
+    episode_id: _builtins.str
+    """Provenance.episode_id / Citation.episode_id of a voice memo or a PDF."""
+    def __init__(
+        self,
+        *,
+        tenant: _builtins.str = ...,
+        episode_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "tenant", b"tenant"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadNoteFileRequest: _TypeAlias = ReadNoteFileRequest  # noqa: Y015
+
+@_typing.final
+class ReadNoteFileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENT_TYPE_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    content_type: _builtins.str
+    """Set on the first message: the file's media type (audio/mpeg, application/pdf...), its size
+    in bytes and its name.
+    """
+    size: _builtins.int
+    name: _builtins.str
+    data: _builtins.bytes
+    """The file's bytes, in pieces of at most 256 KiB, in order (none on the first message)."""
+    def __init__(
+        self,
+        *,
+        content_type: _builtins.str = ...,
+        size: _builtins.int = ...,
+        name: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_type", b"content_type", "data", b"data", "name", b"name", "size", b"size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadNoteFileResponse: _TypeAlias = ReadNoteFileResponse  # noqa: Y015

@@ -84,6 +84,11 @@ class RetrievalServiceStub:
                 request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.SerializeToString,
                 response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.FromString,
                 _registered_method=True)
+        self.ReadNoteFile = channel.unary_stream(
+                '/memex.retrieval.v1.RetrievalService/ReadNoteFile',
+                request_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileRequest.SerializeToString,
+                response_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -168,6 +173,16 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadNoteFile(self, request, context):
+        """The file an indexed voice memo or PDF was read from, as the vault holds it now, so a
+        citation can play the memo from its time or open the PDF at its page: the media type and
+        size first, then the bytes in order. NOT_FOUND for an unknown episode id or a file no longer
+        in the vault; FAILED_PRECONDITION for a note that is Markdown or another kind of document.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -220,6 +235,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.ListNotes,
                     request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.FromString,
                     response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.SerializeToString,
+            ),
+            'ReadNoteFile': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReadNoteFile,
+                    request_deserializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileRequest.FromString,
+                    response_serializer=memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -492,6 +512,33 @@ class RetrievalService:
             '/memex.retrieval.v1.RetrievalService/ListNotes',
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesRequest.SerializeToString,
             memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ListNotesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadNoteFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/memex.retrieval.v1.RetrievalService/ReadNoteFile',
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileRequest.SerializeToString,
+            memex_dot_retrieval_dot_v1_dot_retrieval__pb2.ReadNoteFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -65,6 +65,12 @@ class RetrievalServiceStub:
     one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
     that is not YYYY-MM-DD or a window that ends before it starts.
     """
+    ReadNoteFile: _grpc.UnaryStreamMultiCallable[_retrieval_pb2.ReadNoteFileRequest, _retrieval_pb2.ReadNoteFileResponse]
+    """The file an indexed voice memo or PDF was read from, as the vault holds it now, so a
+    citation can play the memo from its time or open the PDF at its page: the media type and
+    size first, then the bytes in order. NOT_FOUND for an unknown episode id or a file no longer
+    in the vault; FAILED_PRECONDITION for a note that is Markdown or another kind of document.
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -102,6 +108,12 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
     one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
     that is not YYYY-MM-DD or a window that ends before it starts.
+    """
+    ReadNoteFile: _aio.UnaryStreamMultiCallable[_retrieval_pb2.ReadNoteFileRequest, _retrieval_pb2.ReadNoteFileResponse]  # type: ignore[assignment]
+    """The file an indexed voice memo or PDF was read from, as the vault holds it now, so a
+    citation can play the memo from its time or open the PDF at its page: the media type and
+    size first, then the bytes in order. NOT_FOUND for an unknown episode id or a file no longer
+    in the vault; FAILED_PRECONDITION for a note that is Markdown or another kind of document.
     """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -197,6 +209,18 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         """The notes (episodes) dated in a window, newest first, without their text (GetNote reads
         one): what the learning loop reflects on (docs/reflect.md). INVALID_ARGUMENT for a date
         that is not YYYY-MM-DD or a window that ends before it starts.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadNoteFile(
+        self,
+        request: _retrieval_pb2.ReadNoteFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_retrieval_pb2.ReadNoteFileResponse], _abc.AsyncIterator[_retrieval_pb2.ReadNoteFileResponse]]:
+        """The file an indexed voice memo or PDF was read from, as the vault holds it now, so a
+        citation can play the memo from its time or open the PDF at its page: the media type and
+        size first, then the bytes in order. NOT_FOUND for an unknown episode id or a file no longer
+        in the vault; FAILED_PRECONDITION for a note that is Markdown or another kind of document.
         """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -204,3 +204,13 @@ export async function downloadEvidence(answerId) {
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000); // the browser reads it after the click
 }
+
+/**
+ * GET a cited voice memo's or PDF's own file as an object URL for a player or a viewer, fetched
+ * with the API key like the evidence bundle. The caller revokes the URL when done.
+ */
+export async function noteFileUrl(episodeId) {
+  const id = encodeURIComponent(episodeId);
+  const response = await send("GET", `/v1/notes/${id}/file?include_sensitive=true`);
+  return URL.createObjectURL(await response.blob());
+}

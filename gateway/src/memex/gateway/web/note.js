@@ -1,6 +1,6 @@
 // The note view (/notes/{episode_id}?chunk={item_id}): a cited note, with the cited chunk marked.
 
-import { ApiError, getJson } from "./api.js";
+import { ApiError, getJson, noteFileUrl } from "./api.js";
 import { el } from "./render.js";
 
 /** The episode id when the page was opened at /notes/{id}, else null. */
@@ -26,11 +26,66 @@ function body(note, chunkId) {
   );
 }
 
+const AUDIO = /\.(m4a|mp3|wav|ogg|opus|webm|flac)$/i;
+const CLOCK = /^(?:(\d+):)?(\d{1,2}):(\d{2})$/; // a memo's stretch is headed by its time
+const PAGE = /^p\. (\d+)$/; // a PDF's section is headed by its page
+let fileUrl = null; // the shown note's file, released when the view closes
+
+async function fileOf(episodeId) {
+  releaseFile();
+  fileUrl = await noteFileUrl(episodeId);
+  return fileUrl;
+}
+
+function releaseFile() {
+  if (fileUrl) URL.revokeObjectURL(fileUrl);
+  fileUrl = null;
+}
+
+/** Seconds into the memo of a section headed "02:41" (or "1:02:41"); null for another heading. */
+export function secondsAt(heading) {
+  const match = CLOCK.exec(heading || "");
+  if (!match) return null;
+  const [, hours, minutes, seconds] = match;
+  return Number(hours || 0) * 3600 + Number(minutes) * 60 + Number(seconds);
+}
+
+/**
+ * The memo's player, cued to the cited stretch, or a link opening the PDF at the cited page:
+ * the file fetched with the API key (a plain src cannot send it). Null for any other note.
+ */
+async function original(note, episodeId, chunk) {
+  const path = note.path || "";
+  const heading = chunk ? chunk.heading : "";
+  if (AUDIO.test(path)) {
+    const player = el("audio", { controls: "", preload: "metadata", class: "memo" });
+    player.src = await fileOf(episodeId);
+    const at = secondsAt(heading);
+    if (at !== null) {
+      player.addEventListener("loadedmetadata", () => (player.currentTime = at), { once: true });
+    }
+    const label = at === null ? "The voice memo" : `The voice memo, from ${heading}`;
+    return el("figure", { class: "original" }, el("figcaption", {}, label), player);
+  }
+  if (/\.pdf$/i.test(path)) {
+    const page = PAGE.exec(heading);
+    const url = await fileOf(episodeId);
+    const link = el(
+      "a",
+      { href: page ? `${url}#page=${page[1]}` : url, target: "_blank", rel: "noopener" },
+      page ? `Open the PDF at page ${page[1]}` : "Open the PDF",
+    );
+    return el("p", { class: "original" }, link);
+  }
+  return null;
+}
+
 /** Leaves the note view for the chat (the sidebar was used). */
 export function closeNote() {
   if (!document.body.classList.contains("note-view")) return;
   document.body.classList.remove("note-view");
   document.querySelector("article.note")?.remove();
+  releaseFile();
   history.pushState(null, "", "/");
   document.title = "memex chat";
 }
@@ -55,8 +110,13 @@ export async function showNote(episodeId) {
     article.append(
       el("h2", { class: "note-title" }, note.title || note.path || episodeId),
       el("p", { class: "where" }, where),
-      body(note, chunkId),
     );
+    const chunk = (note.sections || []).find((c) => c.id === chunkId);
+    const file = await original(note, episodeId, chunk).catch((err) =>
+      el("p", { class: "error", role: "alert" }, `The file cannot be played: ${err.message}`),
+    );
+    if (file) article.append(file);
+    article.append(body(note, chunkId));
     document.title = `${note.title || "Note"} — memex`;
     document.getElementById("cited")?.scrollIntoView({ block: "center" });
   } catch (err) {

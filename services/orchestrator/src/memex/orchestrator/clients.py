@@ -17,6 +17,7 @@ from memex.orchestrator.ports import (
     ForgetCount,
     ForgottenNote,
     GenerateOptions,
+    NoteFileHead,
     NoteSummary,
     ReasonerInfo,
     SearchSpec,
@@ -191,6 +192,21 @@ class GrpcMemory:
     async def note(self, tenant: str, episode_id: str) -> Note:
         request = retrieval_pb2.GetNoteRequest(tenant=tenant, episode_id=episode_id)
         return _note(await self._call(self._stub.GetNote, request))
+
+    async def note_file(
+        self, tenant: str, episode_id: str
+    ) -> AsyncGenerator[NoteFileHead | bytes, None]:
+        request = retrieval_pb2.ReadNoteFileRequest(tenant=tenant, episode_id=episode_id)
+        try:
+            first = True
+            async for reply in self._stub.ReadNoteFile(request):
+                if first:
+                    yield NoteFileHead(reply.content_type, reply.size, reply.name)
+                    first = False
+                elif reply.data:
+                    yield reply.data
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
 
     # What the learning loop reads and writes (issue 37, ``reflect.py``).
 

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -132,6 +132,16 @@ class NoteEraser(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class NoteFileHead:
+    """What a voice memo's or a PDF's own file is, before its bytes: for the reader to play or
+    show it."""
+
+    content_type: str
+    size: int
+    name: str
+
+
 class Memory(NoteEraser, Protocol):
     """The retrieval stage, as the four tools of the plan hop (SPEC B1) and forget see it."""
 
@@ -181,6 +191,12 @@ class Memory(NoteEraser, Protocol):
 
     async def note(self, tenant: str, episode_id: str) -> Note:
         """One note by id; NotFound for an unknown one."""
+        ...
+
+    def note_file(self, tenant: str, episode_id: str) -> AsyncIterator[NoteFileHead | bytes]:
+        """A voice memo's or a PDF's own file: its head, then its bytes in pieces; NotFound
+        for an unknown note or a file gone from the vault, FailedPrecondition for a note with
+        no such file."""
         ...
 
 

@@ -8,7 +8,7 @@ it can), so dropping sensitive or out-of-window items still leaves a full page w
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
 from memex.orchestrator.entities import match_entity
@@ -17,7 +17,7 @@ from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import Personas
 from memex.orchestrator.pipeline import Recorder, Retriever
 from memex.orchestrator.policy import MAX_K, MAX_LIMIT, Scope, check_count
-from memex.orchestrator.ports import Memory
+from memex.orchestrator.ports import Memory, NoteFileHead
 from memex.shared.channels import CHANNELS
 from memex.shared.errors import InvalidArgument
 
@@ -112,3 +112,10 @@ class Reads:
         if not episode_id.strip():
             raise InvalidArgument("say which note: a citation's episode_id")
         return scope.check_note(await self._memory.note(scope.tenant, episode_id))
+
+    async def note_file(self, scope: Scope, episode_id: str) -> AsyncIterator[NoteFileHead | bytes]:
+        """A cited voice memo's or PDF's own file, head first, under the same policy as its
+        text (``note``): checked before a byte is read."""
+        await self.note(scope, episode_id)
+        async for piece in self._memory.note_file(scope.tenant, episode_id):
+            yield piece

@@ -466,6 +466,20 @@ class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorSe
         note = await o.reads.note(scope(o.tenant(request.tenant), filters), request.episode_id)
         return note_pb(note)
 
+    async def ReadNoteFile(
+        self, request: pb.ReadNoteFileRequest, context: Context
+    ) -> AsyncIterator[pb.ReadNoteFileResponse]:
+        o = self._slot.get()
+        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
+        asked = scope(o.tenant(request.tenant), filters)
+        async for piece in o.reads.note_file(asked, request.episode_id):
+            if isinstance(piece, bytes):
+                yield pb.ReadNoteFileResponse(data=piece)
+            else:
+                yield pb.ReadNoteFileResponse(
+                    content_type=piece.content_type, size=piece.size, name=piece.name
+                )
+
     async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: Context
     ) -> pb.DeleteThreadResponse:

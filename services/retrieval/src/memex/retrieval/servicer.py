@@ -12,6 +12,7 @@ from google.protobuf import json_format
 
 from memex.retrieval import convert
 from memex.retrieval.core import RetrievalCore
+from memex.retrieval.note_file import note_file, pieces
 from memex.retrieval.note_text import get_note, list_notes
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.server import EngineSlot
@@ -160,6 +161,17 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
         core = self._slot.get()
         receipt = await core.forget_note(core.tenant(request.tenant), request.note, request.dry_run)
         return convert.forget_receipt(receipt)
+
+    async def ReadNoteFile(
+        self, request: retrieval_pb2.ReadNoteFileRequest, context: Context
+    ) -> AsyncIterator[retrieval_pb2.ReadNoteFileResponse]:
+        core = self._slot.get()
+        file = await note_file(core.store, core.tenant(request.tenant), request.episode_id)
+        yield retrieval_pb2.ReadNoteFileResponse(
+            content_type=file.content_type, size=file.size, name=file.name
+        )
+        async for piece in pieces(file):
+            yield retrieval_pb2.ReadNoteFileResponse(data=piece)
 
     async def ListNotes(
         self, request: retrieval_pb2.ListNotesRequest, context: Context
