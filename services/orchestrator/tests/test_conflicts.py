@@ -19,6 +19,14 @@ from .fakes import FakeMemory, ScriptedReasoner, make_orchestrator
 QUESTION = "How much of the deposit did Graham agree to give back?"
 OLD = "Graham agreed to give back £1,030 of the deposit."
 NEW = "Graham emailed: he will now give back only £900 of the deposit."
+BRIEFED = [
+    ShownItem("c1", OLD, "[[Deposit call]]", "ep-call", "Deposit call", "2026-03-01"),
+    ShownItem("c2", NEW, "[[Graham email]]", "ep-email", "Graham email", "2026-04-10"),
+]
+DIFFER = (
+    "Your notes differ on this: [[Graham email]] (10 April 2026) gives £900, "
+    "[[Deposit call]] (1 March 2026) gives £1,030."
+)
 
 
 def note(number: int, text: str, title: str, date: str, path: str = "") -> Source:
@@ -67,10 +75,7 @@ def test_another_notes_different_value_for_the_same_thing_is_said_newest_first()
     found = conflicts.find(reading, [old, new], QUESTION)
 
     assert [(d.used, d.other) for d in found] == [(old, new)]
-    assert conflicts.said(found) == (
-        "\n\nYour notes differ on this: [[Graham email]] (10 April 2026) gives £900, "
-        "[[Deposit call]] (1 March 2026) gives £1,030."
-    )
+    assert conflicts.said(found) == f"\n\n{DIFFER}"
     cited = conflicts.citations(found, reading.citations)
     assert [c.ref for c in cited] == ["[[Deposit call]]", "[[Graham email]]"]
     assert cited[1].quote == NEW and cited[1].support == "verbatim"
@@ -127,42 +132,28 @@ def test_a_different_date_for_the_same_appointment() -> None:
 async def test_an_ask_resting_on_one_note_says_the_other_differs_and_cites_both(
     tmp_path: Path,
 ) -> None:
-    notes = [
-        ShownItem("c1", OLD, "[[Deposit call]]", "ep-call", "Deposit call", "2026-03-01"),
-        ShownItem("c2", NEW, "[[Graham email]]", "ep-email", "Graham email", "2026-04-10"),
-    ]
     model = ScriptedReasoner(
         {"How to answer:": ["Graham agreed to give back £1,030 of the deposit [1]."]}
     )
-    o = make_orchestrator(tmp_path, model, FakeMemory(notes))
+    o = make_orchestrator(tmp_path, model, FakeMemory(BRIEFED))
     result = await o.asker.ask("me", QUESTION)
 
     assert not result.abstained
-    assert result.answer.endswith(
-        "Your notes differ on this: [[Graham email]] (10 April 2026) gives £900, "
-        "[[Deposit call]] (1 March 2026) gives £1,030."
-    )
+    assert result.answer.endswith(DIFFER)
     assert [c.ref for c in result.citations] == ["[[Deposit call]]", "[[Graham email]]"]
 
 
 async def test_a_chat_reply_resting_on_one_note_streams_the_difference_and_cites_both(
     tmp_path: Path,
 ) -> None:
-    notes = [
-        ShownItem("c1", OLD, "[[Deposit call]]", "ep-call", "Deposit call", "2026-03-01"),
-        ShownItem("c2", NEW, "[[Graham email]]", "ep-email", "Graham email", "2026-04-10"),
-    ]
     model = ScriptedReasoner(
         {"How to reply:": ["Graham agreed to give back £1,030 of the deposit [1]."]}
     )
-    o = make_orchestrator(tmp_path, model, FakeMemory(notes))
+    o = make_orchestrator(tmp_path, model, FakeMemory(BRIEFED))
     events = [e async for e in o.chatter.chat("me", "", QUESTION, "", include_sensitive=True)]
 
     said = "".join(e.text for e in events if isinstance(e, Delta))
-    assert said.endswith(
-        "Your notes differ on this: [[Graham email]] (10 April 2026) gives £900, "
-        "[[Deposit call]] (1 March 2026) gives £1,030."
-    )
+    assert said.endswith(DIFFER)
     [cited] = [e for e in events if isinstance(e, Citations)]
     assert [c.ref for c in cited.citations] == ["[[Deposit call]]", "[[Graham email]]"]
     [stored] = o.store.query("SELECT text FROM messages WHERE role = 'assistant'")
