@@ -5,30 +5,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 
-from memex.common.v1 import common_pb2
 from memex.orchestrator import ask as ask_events
 from memex.orchestrator import chat as chat_events
-from memex.orchestrator.ask import AskResult
+from memex.orchestrator.answers_pb import (
+    ask_pb,
+    citations_pb,
+    conversation_pb,
+    logged_ask_pb,
+    message_pb,
+    thread_pb,
+    turn_pb,
+)
 from memex.orchestrator.beliefs_servicer import BeliefsServicer
 from memex.orchestrator.forget import NoteReceipt
-from memex.orchestrator.items import Citation
 from memex.orchestrator.persona import Persona, Personas
-from memex.orchestrator.reads_pb import (
-    channel_names,
-    conditions,
-    item_pb,
-    note_pb,
-    record_pb,
-    scope,
-    timeline_pb,
-)
+from memex.orchestrator.reads_servicer import ReadsServicer
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.channels import CHANNELS
@@ -37,117 +34,6 @@ from memex.shared.grpc_errors import status_for
 from memex.shared.server import EngineSlot
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-SUPPORT = {
-    "verbatim": common_pb2.SUPPORT_VERBATIM,
-    "paraphrase": common_pb2.SUPPORT_PARAPHRASE,
-    "inference": common_pb2.SUPPORT_INFERENCE,
-}
-STATES = {
-    "pending": pb.TURN_STATE_PENDING,
-    "thinking": pb.TURN_STATE_THINKING,
-    "answered": pb.TURN_STATE_ANSWERED,
-    "error": pb.TURN_STATE_ERROR,
-}
-ROLES = {"user": pb.MESSAGE_ROLE_USER, "assistant": pb.MESSAGE_ROLE_ASSISTANT}
-
-
-def citation_pb(citation: Citation | dict[str, Any]) -> common_pb2.Citation:
-    """A checked citation on the wire (from the domain object or its stored JSON)."""
-    c = citation if isinstance(citation, dict) else citation.__dict__
-    return common_pb2.Citation(
-        ref=c["ref"],
-        item_id=c["item_id"],
-        episode_id=c["episode_id"],
-        quote=c["quote"],
-        support=SUPPORT.get(c["support"], common_pb2.SUPPORT_UNSPECIFIED),
-        path=c.get("path", ""),  # stored before citations had paths
-    )
-
-
-def ask_pb(r: AskResult) -> pb.AskResponse:
-    """An ask's structured result on the wire."""
-    return pb.AskResponse(
-        answer=r.answer,
-        citations=_citations(r.citations),
-        persona=r.persona,
-        grounding=pb.GroundingReport(
-            cited=r.grounding.cited,
-            grounded=r.grounding.grounded,
-            score=r.grounding.score,
-            dropped=list(r.grounding.dropped),
-            specifics=[
-                pb.CheckedSpecific(text=s.text, kind=s.kind, verdict=s.verdict, ref=s.ref)
-                for s in r.grounding.specifics
-            ],
-            dropped_claims=list(r.grounding.dropped_claims),
-        ),
-        abstained=r.abstained,
-        stages=r.stages,
-        reframed_question=r.reframed_question,
-        opinion=r.opinion,
-        withheld=r.withheld,
-        model=r.model,
-        latency_ms=r.latency_ms,
-        turn_id=r.turn_id,
-    )
-
-
-def conversation_pb(c: Conversation) -> pb.Conversation:
-    return pb.Conversation(
-        id=c.id,
-        title=c.title,
-        persona=c.persona,
-        created_at=c.created_at,
-        updated_at=c.updated_at,
-        message_count=c.message_count,
-    )
-
-
-def message_pb(m: Message) -> pb.ConversationMessage:
-    return pb.ConversationMessage(
-        id=m.id,
-        role=ROLES[m.role],
-        text=m.text,
-        citations=[citation_pb(c) for c in m.citations],
-        model=m.model,
-        latency_ms=m.latency_ms,
-        created_at=m.created_at,
-        withheld=m.withheld,
-    )
-
-
-def turn_pb(t: Turn) -> pb.Turn:
-    return pb.Turn(
-        id=t.id,
-        thread_id=t.thread_id,
-        role=ROLES[t.role],
-        text=t.text,
-        citations=[citation_pb(c) for c in t.citations],
-        state=STATES[t.state],
-        error=t.error,
-        created_at=t.created_at,
-        withheld=t.withheld,
-    )
-
-
-def thread_pb(t: Thread) -> pb.Thread:
-    return pb.Thread(id=t.id, title=t.title, created_at=t.created_at)
-
-
-def logged_ask_pb(a: LoggedAsk) -> pb.LoggedAsk:
-    return pb.LoggedAsk(
-        turn_id=a.turn_id,
-        question=a.question,
-        persona=a.persona,
-        model=a.model,
-        prompt_version=a.prompt_version,
-        answer=a.answer,
-        abstained=a.abstained,
-        cited_refs=a.cited_refs,
-        latency_ms=a.latency_ms,
-        created_at=a.created_at,
-    )
 
 
 def chat_error_code(error: MemexError) -> pb.ChatErrorCode.ValueType:
@@ -202,13 +88,11 @@ def receipt_pb(r: NoteReceipt) -> pb.ForgetNoteResponse:
     )
 
 
-def _citations(citations: Sequence[Citation]) -> list[common_pb2.Citation]:
-    return [citation_pb(c) for c in citations]
-
-
-class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorServiceServicer):
+class OrchestratorServicer(
+    BeliefsServicer, ReadsServicer, orchestrator_pb2_grpc.OrchestratorServiceServicer
+):
     """Implements memex.orchestrator.v1.OrchestratorService (the belief RPCs in
-    ``beliefs_servicer.py``)."""
+    ``beliefs_servicer.py``, the reads of memory in ``reads_servicer.py``)."""
 
     def __init__(self, slot: EngineSlot[Orchestrator]) -> None:
         self._slot = slot
@@ -284,7 +168,7 @@ class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorSe
                     case chat_events.Citations():
                         yield pb.ChatResponse(
                             citations=pb.ChatCitations(
-                                citations=_citations(event.citations), withheld=event.withheld
+                                citations=citations_pb(event.citations), withheld=event.withheld
                             )
                         )
                     case chat_events.Done():
@@ -301,18 +185,6 @@ class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorSe
                                 code=chat_error_code(event.error), message=event.error.message
                             )
                         )
-
-    async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
-        o = self._slot.get()
-        items, turn_id = await o.reads.search(
-            scope(o.tenant(request.tenant), request.filters),
-            request.query,
-            persona_name=request.persona,
-            channels=channel_names(request.channels),
-            k=request.k,
-            include_contested=request.filters.include_contested,
-        )
-        return pb.SearchResponse(items=[item_pb(i) for i in items], turn_id=turn_id)
 
     async def ListConversations(
         self, request: pb.ListConversationsRequest, context: Context
@@ -427,58 +299,6 @@ class OrchestratorServicer(BeliefsServicer, orchestrator_pb2_grpc.OrchestratorSe
             default_ask=personas.default_ask,
             default_chat=personas.default_chat,
         )
-
-    async def QueryRecords(
-        self, request: pb.QueryRecordsRequest, context: Context
-    ) -> pb.QueryRecordsResponse:
-        o = self._slot.get()
-        records = await o.reads.records(
-            scope(o.tenant(request.tenant), request.filters),
-            request.collection,
-            conditions(request.filter),
-            request.sort,
-            request.limit,
-        )
-        return pb.QueryRecordsResponse(records=[record_pb(r) for r in records])
-
-    async def PersonTimeline(
-        self, request: pb.PersonTimelineRequest, context: Context
-    ) -> pb.PersonTimelineResponse:
-        o = self._slot.get()
-        timeline = await o.reads.timeline(
-            scope(o.tenant(request.tenant), request.filters), request.person, request.limit
-        )
-        return timeline_pb(timeline)
-
-    async def ListInbox(
-        self, request: pb.ListInboxRequest, context: Context
-    ) -> pb.ListInboxResponse:
-        o = self._slot.get()
-        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
-        items = await o.reads.inbox(
-            scope(o.tenant(request.tenant), filters), request.limit, request.include_done
-        )
-        return pb.ListInboxResponse(items=[record_pb(r) for r in items])
-
-    async def GetNote(self, request: pb.GetNoteRequest, context: Context) -> pb.GetNoteResponse:
-        o = self._slot.get()
-        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
-        note = await o.reads.note(scope(o.tenant(request.tenant), filters), request.episode_id)
-        return note_pb(note)
-
-    async def ReadNoteFile(
-        self, request: pb.ReadNoteFileRequest, context: Context
-    ) -> AsyncIterator[pb.ReadNoteFileResponse]:
-        o = self._slot.get()
-        filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
-        asked = scope(o.tenant(request.tenant), filters)
-        async for piece in o.reads.note_file(asked, request.episode_id):
-            if isinstance(piece, bytes):
-                yield pb.ReadNoteFileResponse(data=piece)
-            else:
-                yield pb.ReadNoteFileResponse(
-                    content_type=piece.content_type, size=piece.size, name=piece.name
-                )
 
     async def DeleteThread(
         self, request: pb.DeleteThreadRequest, context: Context
