@@ -190,8 +190,16 @@ async def corrupt_index_fault(stack: RunningStack) -> FaultResult:
         await asyncio.sleep(0.1)
     else:
         result.failures.append("retrieval did not come back after its index was corrupted")
+    # The orchestrator's channel to retrieval reconnects with gRPC's backoff: a search in the
+    # second after the restart may still be told retrieval is unreachable (503), as a person's
+    # would. What is checked is that it serves again, from the rebuilt index.
     async with httpx.AsyncClient(base_url=stack.gateway_url, timeout=60) as client:
-        found = await client.post("/v1/search", json={"query": "allotment deposit", "limit": 5})
+        deadline = time.monotonic() + 15
+        while True:
+            found = await client.post("/v1/search", json={"query": "allotment deposit", "limit": 5})
+            if found.status_code != 503 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
     if found.status_code != 200 or not found.json()["items"]:
         result.failures.append(f"search after the corruption: {found.status_code} {found.text}")
     result.detail = f"{len(files)} index file(s), {overwritten} bytes overwritten; search answers"
