@@ -37,6 +37,14 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\b(?:,?\s+(\d{{4}}))?", re.I)),
     ("date", re.compile(rf"\b({_MONTH})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?", re.I)),
     ("time", re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?\s*([ap]\.?m\.?)?(?![\d:])", re.I)),
+    # "2 minutes 40" and "1 hour 5": the second number in the smaller unit, as people write it.
+    (
+        "duration",
+        re.compile(
+            r"(?<![\d.,])(\d+)\s?(hours?|hrs?|minutes?|mins?)\s+(\d{1,2})(?!\d|[.,:]\d|\s?[%A-Za-z])",
+            re.I,
+        ),
+    ),
     ("money", re.compile(rf"([$£€¥])\s?({_NUMBER})(\s?[kK]\b)?")),
     ("percent", re.compile(rf"(?<![\d.,])({_NUMBER})\s?%")),
     (
@@ -50,6 +58,10 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 _UNIT_NAMES = {"hr": "hour", "min": "minute", "sec": "second", "mi": "mile", "lb": "lb"}
+# Durations in one unit, so "2 minutes 40 seconds", "160 seconds" and "2:40 minutes" compare.
+_SCALES = {"second": 1, "minute": 60, "hour": 3600, "day": 1, "week": 7}
+_BASE_UNIT = {"second": "second", "minute": "second", "hour": "second", "day": "day", "week": "day"}
+_JOINED = re.compile(r"\s*(?:,|and)?\s*")  # between the parts of "1 hour, 20 minutes and 5 s"
 
 
 @dataclass(frozen=True)
@@ -68,17 +80,30 @@ def _amount(text: str) -> str:
 
 
 def values(text: str) -> list[Value]:
-    """The figures of ``text`` that carry a kind, in order, none overlapping another."""
-    found: list[tuple[int, Value]] = []
-    taken: list[tuple[int, int]] = []
+    """The figures of ``text`` that carry a kind, in order, none overlapping another; a duration
+    written in parts ("2 minutes 40 seconds") is one value."""
+    found: list[tuple[int, int, Value]] = []
     for kind, pattern in _KINDS:
         for match in pattern.finditer(text):
             lo, hi = match.span()
-            if any(lo < end and start < hi for start, end in taken):
+            if any(lo < end and start < hi for start, end, _ in found):
                 continue
-            taken.append((lo, hi))
-            found.append((lo, _value(kind, match)))
-    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+            found.append((lo, hi, _value(kind, match)))
+    found.sort(key=lambda one: one[0])
+    out: list[tuple[int, int, Value]] = []
+    for lo, hi, value in found:
+        if out and _adds_to(out[-1][2], value) and _JOINED.fullmatch(text[out[-1][1] : lo]):
+            start, _, before = out.pop()
+            total = float(before.amount) + float(value.amount)
+            value = Value(value.kind, value.unit, _amount(f"{total:.2f}"), text[start:hi])
+            lo = start
+        out.append((lo, hi, value))
+    return [value for _, _, value in out]
+
+
+def _adds_to(before: Value, after: Value) -> bool:
+    """Whether ``after`` continues the duration ``before`` ("2 minutes" then "40 seconds")."""
+    return before.kind == after.kind == "measure" and before.unit == after.unit in ("second", "day")
 
 
 def _value(kind: str, match: re.Match[str]) -> Value:
@@ -91,6 +116,10 @@ def _value(kind: str, match: re.Match[str]) -> Value:
         hour, minute, half = int(match[1]), match[2], (match[3] or "").replace(".", "").casefold()
         hour = hour % 12 + (12 if half == "pm" else 0) if half else hour
         return Value(kind, "", f"{hour}:{minute}", written)
+    if kind == "duration":
+        larger = 3600 if match[2].casefold().startswith("h") else 60
+        total = int(match[1]) * larger + int(match[3]) * larger // 60
+        return Value("measure", "second", str(total), written)
     if kind == "money":
         thousands = 1000 if match[3] else 1
         amount = _amount(match[2])
@@ -100,7 +129,11 @@ def _value(kind: str, match: re.Match[str]) -> Value:
     if kind == "percent":
         return Value(kind, "%", _amount(match[1]), written)
     unit = match[2].casefold().rstrip("s") or match[2]
-    return Value(kind, _UNIT_NAMES.get(unit, unit), _amount(match[1]), written)
+    unit = _UNIT_NAMES.get(unit, unit)
+    if unit in _SCALES:
+        scaled = float(_amount(match[1])) * _SCALES[unit]
+        return Value(kind, _BASE_UNIT[unit], _amount(f"{scaled:.2f}"), written)
+    return Value(kind, unit, _amount(match[1]), written)
 
 
 def _same(a: Value, b: Value) -> bool:
@@ -191,7 +224,7 @@ def against(
     mine = [v for v in values(sentence) if any(_same(v, c) and _equal(v, c) for c in stated)]
     if len(anchor) < MIN_ANCHOR or not mine:
         return []
-    known = values(used.shown)
+    known = values(used.shown) + stated  # a value the answer itself also gives is no news
     key = _key_terms(claim, question, used)
     out: list[Disagreement] = []
     for other in sources:
