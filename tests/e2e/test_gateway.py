@@ -83,8 +83,13 @@ def real_stack(
     """One stack (the tiny model, NOTES indexed, a user persona) for the tests of this module
     that leave it as they found it: starting one takes most of a test's time."""
     tmp = tmp_path_factory.mktemp("stack")
+    # Greedy chat: the tiny model's reply to a question is then the same on every run, so a
+    # test that needs it streamed in pieces does not depend on what a sample happens to say.
     env = private_stack_env(
-        tmp / "data", MEMEX_START_TIMEOUT_SECONDS="180", MEMEX_REASONER_MODEL=TEST_MODEL
+        tmp / "data",
+        MEMEX_START_TIMEOUT_SECONDS="180",
+        MEMEX_REASONER_MODEL=TEST_MODEL,
+        MEMEX_ORCHESTRATOR_CHAT_TEMPERATURE="0",
     )
     # A persona of the user's own, from the personas folder: it must be a model like the built-ins.
     (tmp / "data" / "personas").mkdir(parents=True)

@@ -273,3 +273,19 @@ async def test_chat_sizes_its_sources_to_what_the_model_reads_in_the_first_words
     )
     await collect(fast.chatter, "", "the deposit?")
     assert "[4] " in model.calls[1].messages[-1].content
+
+
+async def test_a_reply_the_claim_check_cuts_whole_says_so_instead_of_nothing(
+    tmp_path: Path,
+) -> None:
+    # The tiny model in CI wrote this, four times over, for a deposit the notes give as £800.
+    model = ScriptedReasoner({CHAT: ["- The deposit Graham returned was £1,200.\n"] * 4})
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(o.chatter, "", "How much of the deposit did Graham return?")
+
+    said = "".join(e.text for e in events if isinstance(e, Delta))
+    assert "£1,200" not in said
+    assert said.startswith("I could not ground an answer to this in your notes, so I won't guess.")
+    assert "[[Flat lease]]" in said
+    [stored] = o.store.query("SELECT text FROM messages WHERE role = 'assistant'")
+    assert stored["text"] == said

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from memex.orchestrator import conflicts
 from memex.orchestrator.answers import ReplyStream
+from memex.orchestrator.ask_stages import abstention
 from memex.orchestrator.audit import tenant_var
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.config import OrchestratorSettings
@@ -37,6 +38,7 @@ from memex.shared.logs import request_id_var
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
+UNCHECKED_REPLY = "Nothing I drafted could be checked against your notes, so I have left it out."
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,11 @@ class Chatter:
             DROPPED_CITATIONS.labels("chat").inc(len(report.dropped))
             WITHHELD.labels("chat").inc(len(withheld))
             reply = reading.answer
+            if not reply.strip():
+                # The claim check cut every sentence (a figure no source holds, say): a reply
+                # that says so, never an empty one.
+                reply = abstention(sources) if sources else UNCHECKED_REPLY
+                yield Delta(reply)
             if differ:
                 reply += conflicts.said(differ)
                 yield Delta(conflicts.said(differ))
