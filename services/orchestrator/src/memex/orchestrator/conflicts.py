@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from memex.orchestrator.answers import Reading
 from memex.orchestrator.claim_check import specifics
 from memex.orchestrator.items import Citation, note_path
-from memex.orchestrator.lexical import is_number, names, segments, terms
+from memex.orchestrator.lexical import figure_form, is_number, names, segments, terms
 from memex.orchestrator.sources import Source, spoken_date
 from memex.shared.dates import MONTHS, WEEKDAYS
 
@@ -74,11 +74,6 @@ class Value:
     written: str  # as the text writes it
 
 
-def _amount(text: str) -> str:
-    value = text.replace(",", "")
-    return value.removesuffix(".00") if "." in value else value
-
-
 def values(text: str) -> list[Value]:
     """The figures of ``text`` that carry a kind, in order, none overlapping another; a duration
     written in parts ("2 minutes 40 seconds") is one value."""
@@ -95,7 +90,7 @@ def values(text: str) -> list[Value]:
         if out and _adds_to(out[-1][2], value) and _JOINED.fullmatch(text[out[-1][1] : lo]):
             start, _, before = out.pop()
             total = float(before.amount) + float(value.amount)
-            value = Value(value.kind, value.unit, _amount(f"{total:.2f}"), text[start:hi])
+            value = Value(value.kind, value.unit, figure_form(f"{total:.2f}"), text[start:hi])
             lo = start
         out.append((lo, hi, value))
     return [value for _, _, value in out]
@@ -122,18 +117,18 @@ def _value(kind: str, match: re.Match[str]) -> Value:
         return Value("measure", "second", str(total), written)
     if kind == "money":
         thousands = 1000 if match[3] else 1
-        amount = _amount(match[2])
+        amount = figure_form(match[2])
         if thousands > 1:
-            amount = _amount(f"{float(amount) * thousands:.2f}")
+            amount = figure_form(f"{float(amount) * thousands:.2f}")
         return Value(kind, match[1], amount, written)
     if kind == "percent":
-        return Value(kind, "%", _amount(match[1]), written)
+        return Value(kind, "%", figure_form(match[1]), written)
     unit = match[2].casefold().rstrip("s") or match[2]
     unit = _UNIT_NAMES.get(unit, unit)
     if unit in _SCALES:
-        scaled = float(_amount(match[1])) * _SCALES[unit]
-        return Value(kind, _BASE_UNIT[unit], _amount(f"{scaled:.2f}"), written)
-    return Value(kind, unit, _amount(match[1]), written)
+        scaled = float(figure_form(match[1])) * _SCALES[unit]
+        return Value(kind, _BASE_UNIT[unit], figure_form(f"{scaled:.2f}"), written)
+    return Value(kind, unit, figure_form(match[1]), written)
 
 
 def _same(a: Value, b: Value) -> bool:

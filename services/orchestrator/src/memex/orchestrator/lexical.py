@@ -181,7 +181,7 @@ _MEASURED = re.compile(
 )
 
 
-def _figure(text: str) -> str:
+def figure_form(text: str) -> str:
     """A written figure as one form: "1,030.00" is "1030"."""
     value = text.replace(",", "")
     return value[:-3] if value.endswith(".00") else value
@@ -189,14 +189,16 @@ def _figure(text: str) -> str:
 
 def money(text: str) -> set[str]:
     """The amounts of money ``text`` writes with a currency sign, as ``_figure`` forms."""
-    return {_figure(found[1]) for found in _MONEY.finditer(text)}
+    return {figure_form(found[1]) for found in _MONEY.finditer(text)}
 
 
 def only_measured(figure: str, text: str) -> bool:
     """Whether ``figure`` appears in ``text`` only as a measure ("4 mm", never "$4" or "4"), so a
     claim that writes it as money did not read it there."""
-    written = [_figure(found[1]) for found in re.finditer(r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)", text)]
-    measured = [_figure(found[1]) for found in _MEASURED.finditer(text)]
+    written = [
+        figure_form(found[1]) for found in re.finditer(r"(?<![\d.,])(\d[\d,]*(?:\.\d+)?)", text)
+    ]
+    measured = [figure_form(found[1]) for found in _MEASURED.finditer(text)]
     return figure in written and written.count(figure) == measured.count(figure)
 
 
