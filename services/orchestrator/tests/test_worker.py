@@ -54,12 +54,13 @@ def fail_first_ask(
         limit: int = 0,
         *,
         include_sensitive: bool = False,
+        as_of: str = "",
     ) -> AskResult:
         calls["n"] += 1
         if calls["n"] == 1:
             raise error from cause
         return await original(
-            tenant, question, persona_name, limit, include_sensitive=include_sensitive
+            tenant, question, persona_name, limit, include_sensitive=include_sensitive, as_of=as_of
         )
 
     o.asker.ask = first_fails  # type: ignore[method-assign]
@@ -306,6 +307,7 @@ async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(
         limit: int = 0,
         *,
         include_sensitive: bool = False,
+        as_of: str = "",
     ) -> AskResult:
         thinking.set()
         await asyncio.sleep(3600)

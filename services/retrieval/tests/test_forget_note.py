@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from memex.retrieval.config import RetrievalSettings
+from memex.retrieval.forget import VERSIONS
 from memex.retrieval.store.base import TRACE_KINDS
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
@@ -84,7 +85,8 @@ async def test_forget_a_note_by_path_removes_it_everywhere_and_proves_it(
         retrieval_pb2.DeleteNoteRequest(note="kitchen/Quince Marmalade.md")
     )
     counts = {c.what: c for c in receipt.counts}
-    assert list(counts) == list(TRACE_KINDS)
+    assert list(counts) == [*TRACE_KINDS, VERSIONS]
+    assert counts[VERSIONS].removed == 1  # its one version's ledger entry (docs/as-of.md)
     chunks = len(receipt.chunk_ids)
     assert (counts["notes"].removed, counts["chunks"].removed) == (1, chunks)
     assert counts["vectors"].removed == counts["keyword index rows"].removed == chunks

@@ -3,6 +3,8 @@ re-indexing re-embeds every note and record and lifts the refusal (embedded stor
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,6 +13,7 @@ import grpc
 import pytest
 from google.protobuf import struct_pb2
 
+from memex.common.v1 import common_pb2
 from memex.embedding.catalogue import CATALOGUE, DEFAULT_MODEL, lookup
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.server import build as build_embedding
@@ -50,6 +53,9 @@ async def test_another_model_is_refused_until_a_reindex_reembeds_everything(
     vault: Path, tmp_path: Path
 ) -> None:
     store_dir = tmp_path / "store"
+    garden = vault / "projects" / "Garden.md"
+    written = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()
+    os.utime(garden, (written, written))
     async with stack(DEFAULT_MODEL, store_dir) as first:
         notes = (await index(first, vault)).added
         fields = struct_pb2.Struct()
@@ -60,6 +66,9 @@ async def test_another_model_is_refused_until_a_reindex_reembeds_everything(
             )
         )
         assert await search(first, "sailing")
+        # An edit keeps the earlier version (docs/as-of.md), embedded with this model.
+        garden.write_text(garden.read_text().replace("basil", "parsley"))
+        assert (await index(first, vault)).updated == 1
 
     async with stack(OTHER, store_dir) as second:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -70,6 +79,11 @@ async def test_another_model_is_refused_until_a_reindex_reembeds_everything(
 
         summary = await index(second, vault)
         assert summary.updated == notes and summary.unchanged == 0
+        # The kept version was embedded again: a search as of a day it held finds it by vector.
+        then = await search(
+            second, "basil", as_of="2026-02-01", channels=[common_pb2.CHANNEL_VECTOR], k=50
+        )
+        assert any("basil" in i.text and i.provenance.episode_id.endswith("@v1") for i in then)
         # The vault's records file and the API record are both embedded again.
         assert summary.records_upserted >= 2
         assert await search(second, "sailing")
@@ -77,5 +91,6 @@ async def test_another_model_is_refused_until_a_reindex_reembeds_everything(
     store = await EmbeddedStore.open(store_dir, 384)
     try:
         assert await store.get_meta("default", MODEL_META) == lookup(OTHER).model_id
+        assert await store.get_meta("default~history", MODEL_META) == lookup(OTHER).model_id
     finally:
         await store.close()

@@ -253,6 +253,7 @@ class AskRequest(_message.Message):
     PERSONA_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     question: _builtins.str
     persona: _builtins.str
@@ -264,6 +265,10 @@ class AskRequest(_message.Message):
     they are withheld from the model, counted in `withheld` and named in the answer's note, so no
     answer text or citation can carry them. Which callers may set it is the surface's call.
     """
+    as_of: _builtins.str
+    """YYYY-MM-DD: answer from the memory as it stood at the end of that day (docs/as-of.md), with
+    that day as "today". Empty: now. INVALID_ARGUMENT for another form or a later day.
+    """
     def __init__(
         self,
         *,
@@ -272,10 +277,11 @@ class AskRequest(_message.Message):
         persona: _builtins.str = ...,
         limit: _builtins.int = ...,
         include_sensitive: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "limit", b"limit", "persona", b"persona", "question", b"question", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "include_sensitive", b"include_sensitive", "limit", b"limit", "persona", b"persona", "question", b"question", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -297,6 +303,7 @@ class AskResponse(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     LATENCY_MS_FIELD_NUMBER: _builtins.int
     TURN_ID_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     answer: _builtins.str
     persona: _builtins.str
     abstained: _builtins.bool
@@ -308,6 +315,8 @@ class AskResponse(_message.Message):
     model: _builtins.str
     latency_ms: _builtins.float
     turn_id: _builtins.str
+    as_of: _builtins.str
+    """The request's as_of: the day whose memory answered; empty for now."""
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
     @_builtins.property
@@ -331,10 +340,11 @@ class AskResponse(_message.Message):
         model: _builtins.str = ...,
         latency_ms: _builtins.float = ...,
         turn_id: _builtins.str = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["grounding", b"grounding"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "answer", b"answer", "citations", b"citations", "grounding", b"grounding", "latency_ms", b"latency_ms", "model", b"model", "opinion", b"opinion", "persona", b"persona", "reframed_question", b"reframed_question", "stages", b"stages", "turn_id", b"turn_id", "withheld", b"withheld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstained", b"abstained", "answer", b"answer", "as_of", b"as_of", "citations", b"citations", "grounding", b"grounding", "latency_ms", b"latency_ms", "model", b"model", "opinion", b"opinion", "persona", b"persona", "reframed_question", b"reframed_question", "stages", b"stages", "turn_id", b"turn_id", "withheld", b"withheld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1486,6 +1496,7 @@ class MemoryFilters(_message.Message):
     COLLECTIONS_FIELD_NUMBER: _builtins.int
     INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
     INCLUDE_CONTESTED_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     since: _builtins.str
     """Inclusive bounds on item dates, YYYY-MM-DD; empty is open. With a bound set, undated items
     are left out. until before since is an error.
@@ -1495,6 +1506,8 @@ class MemoryFilters(_message.Message):
     """Sensitive items are excluded unless this is true."""
     include_contested: _builtins.bool
     """Include beliefs whose status is contested (SPEC B6 skeptic)."""
+    as_of: _builtins.str
+    """YYYY-MM-DD: search the memory as it stood at the end of that day (docs/as-of.md); empty: now."""
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Keep only items carrying all of these tags ("#" and case ignored)."""
@@ -1512,10 +1525,11 @@ class MemoryFilters(_message.Message):
         collections: _abc.Iterable[_builtins.str] | None = ...,
         include_sensitive: _builtins.bool = ...,
         include_contested: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collections", b"collections", "include_contested", b"include_contested", "include_sensitive", b"include_sensitive", "since", b"since", "tags", b"tags", "until", b"until"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "collections", b"collections", "include_contested", b"include_contested", "include_sensitive", b"include_sensitive", "since", b"since", "tags", b"tags", "until", b"until"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1942,6 +1956,7 @@ class GetNoteResponse(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     SECTIONS_FIELD_NUMBER: _builtins.int
     CITATION_FIELD_NUMBER: _builtins.int
+    VERSIONS_FIELD_NUMBER: _builtins.int
     episode_id: _builtins.str
     title: _builtins.str
     path: _builtins.str
@@ -1957,6 +1972,12 @@ class GetNoteResponse(_message.Message):
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def sections(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteSection]: ...
+    @_builtins.property
+    def versions(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteVersion]:
+        """Every version of the note memex has kept, oldest first, the current one last
+        (docs/as-of.md); episode_id above names the one shown.
+        """
+
     def __init__(
         self,
         *,
@@ -1969,14 +1990,50 @@ class GetNoteResponse(_message.Message):
         text: _builtins.str = ...,
         sections: _abc.Iterable[Global___NoteSection] | None = ...,
         citation: _builtins.str = ...,
+        versions: _abc.Iterable[Global___NoteVersion] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["citation", b"citation", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sections", b"sections", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citation", b"citation", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sections", b"sections", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title", "versions", b"versions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015
+
+@_typing.final
+class NoteVersion(_message.Message):
+    """One version of a note: when it held, as memex knows it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
+    VALID_FROM_FIELD_NUMBER: _builtins.int
+    VALID_TO_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    """"NOTE_ID@vN"; GetNote reads it. The current version's is the note's own episode id."""
+    number: _builtins.int
+    valid_from: _builtins.str
+    """ISO 8601 UTC: the file's modification time when memex indexed this version."""
+    valid_to: _builtins.str
+    """When the next version replaced it, or the index run that found the file gone; empty for the
+    current version.
+    """
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        number: _builtins.int = ...,
+        valid_from: _builtins.str = ...,
+        valid_to: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "number", b"number", "valid_from", b"valid_from", "valid_to", b"valid_to"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteVersion: _TypeAlias = NoteVersion  # noqa: Y015
 
 @_typing.final
 class DeleteThreadRequest(_message.Message):

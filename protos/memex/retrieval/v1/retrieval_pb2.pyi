@@ -181,12 +181,18 @@ class SearchRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _builtins.int
     K_FIELD_NUMBER: _builtins.int
     OBSERVATION_WEIGHT_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     query: _builtins.str
     k: _builtins.int
     """Items to return; 0 means the server default."""
     observation_weight: _builtins.float
     """Weight of observations against self-report (SPEC B6 skeptic); 0 means 1."""
+    as_of: _builtins.str
+    """YYYY-MM-DD: search the memory as it stood at the end of that day (docs/as-of.md): the note
+    versions and records held then, earlier versions cited by their own episode ids
+    ("NOTE_ID@vN"). Empty: as it stands now. INVALID_ARGUMENT for another form or a later day.
+    """
     @_builtins.property
     def channels(self) -> _containers.RepeatedScalarFieldContainer[_common_pb2.Channel.ValueType]:
         """Channels to run; empty means vector, keyword and graph."""
@@ -202,10 +208,11 @@ class SearchRequest(_message.Message):
         filters: Global___SearchFilters | None = ...,
         k: _builtins.int = ...,
         observation_weight: _builtins.float = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["channels", b"channels", "filters", b"filters", "k", b"k", "observation_weight", b"observation_weight", "query", b"query", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "channels", b"channels", "filters", b"filters", "k", b"k", "observation_weight", b"observation_weight", "query", b"query", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -712,7 +719,9 @@ class GetNoteRequest(_message.Message):
     EPISODE_ID_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     episode_id: _builtins.str
-    """Provenance.episode_id / Citation.episode_id of a retrieved item."""
+    """Provenance.episode_id / Citation.episode_id of a retrieved item; an earlier version's id
+    ("NOTE_ID@vN", from a search as of a date) reads that version.
+    """
     def __init__(
         self,
         *,
@@ -774,6 +783,7 @@ class GetNoteResponse(_message.Message):
     SENSITIVE_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     CHUNKS_FIELD_NUMBER: _builtins.int
+    VERSIONS_FIELD_NUMBER: _builtins.int
     episode_id: _builtins.str
     title: _builtins.str
     path: _builtins.str
@@ -787,6 +797,12 @@ class GetNoteResponse(_message.Message):
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def chunks(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteChunk]: ...
+    @_builtins.property
+    def versions(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteVersion]:
+        """Every version of the note memex has kept, oldest first, the current one last
+        (docs/as-of.md).
+        """
+
     def __init__(
         self,
         *,
@@ -798,14 +814,50 @@ class GetNoteResponse(_message.Message):
         sensitive: _builtins.bool = ...,
         text: _builtins.str = ...,
         chunks: _abc.Iterable[Global___NoteChunk] | None = ...,
+        versions: _abc.Iterable[Global___NoteVersion] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "date", b"date", "episode_id", b"episode_id", "path", b"path", "sensitive", b"sensitive", "tags", b"tags", "text", b"text", "title", b"title", "versions", b"versions"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015
+
+@_typing.final
+class NoteVersion(_message.Message):
+    """One version of a note: when it held, as memex knows it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    EPISODE_ID_FIELD_NUMBER: _builtins.int
+    NUMBER_FIELD_NUMBER: _builtins.int
+    VALID_FROM_FIELD_NUMBER: _builtins.int
+    VALID_TO_FIELD_NUMBER: _builtins.int
+    episode_id: _builtins.str
+    """"NOTE_ID@vN"; GetNote reads it. The current version's is the note's own episode id."""
+    number: _builtins.int
+    valid_from: _builtins.str
+    """ISO 8601 UTC: the file's modification time when memex indexed this version."""
+    valid_to: _builtins.str
+    """When the next version replaced it, or the index run that found the file gone; empty for the
+    current version.
+    """
+    def __init__(
+        self,
+        *,
+        episode_id: _builtins.str = ...,
+        number: _builtins.int = ...,
+        valid_from: _builtins.str = ...,
+        valid_to: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["episode_id", b"episode_id", "number", b"number", "valid_from", b"valid_from", "valid_to", b"valid_to"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteVersion: _TypeAlias = NoteVersion  # noqa: Y015
 
 @_typing.final
 class DeleteNoteRequest(_message.Message):

@@ -65,6 +65,7 @@ def ask_pb(r: AskResult) -> pb.AskResponse:
         model=r.model,
         latency_ms=r.latency_ms,
         turn_id=r.turn_id,
+        as_of=r.as_of,
     )
 
 

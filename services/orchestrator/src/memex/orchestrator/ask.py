@@ -34,6 +34,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
+from memex.orchestrator import as_of as as_of_day
 from memex.orchestrator import conflicts
 from memex.orchestrator.answers import (
     Reading,
@@ -98,6 +99,8 @@ class AskResult:
     model: str = ""
     latency_ms: float = 0.0
     turn_id: str = ""
+    as_of: str = ""
+    """The day whose memory answered (YYYY-MM-DD); "" for now (docs/as-of.md)."""
     dropped_steps: list[str] = field(default_factory=list)
     # "", "empty", "withheld", "declined", "uncited", "ungrounded", "unsupported", "off_topic"
     # or "uninformative"
@@ -163,12 +166,19 @@ class Asker:
         limit: int = 0,
         *,
         include_sensitive: bool = False,
+        as_of: str = "",
     ) -> AskResult:
         """Answers ``question`` from memory with checked citations. Sensitive notes reach the
-        model only with ``include_sensitive`` (and a reasoner allowed them, ``Sensitivity``)."""
+        model only with ``include_sensitive`` (and a reasoner allowed them, ``Sensitivity``).
+        ``as_of`` (YYYY-MM-DD): from the memory as it stood at the end of that day."""
         result: AskResult | None = None
         events = self.stream(
-            tenant, question, persona_name, limit, include_sensitive=include_sensitive
+            tenant,
+            question,
+            persona_name,
+            limit,
+            include_sensitive=include_sensitive,
+            as_of=as_of,
         )
         async with contextlib.aclosing(events) as run:
             async for event in run:
@@ -186,17 +196,18 @@ class Asker:
         limit: int = 0,
         *,
         include_sensitive: bool = False,
+        as_of: str = "",
     ) -> AsyncGenerator[AskEvent, None]:
         """The ask as events: Started, Draft..., [Redraft, Draft...], Finished. Bad input raises
         before any event.
-        ``include_sensitive``: as ``ask``."""
+        ``include_sensitive``, ``as_of``: as ``ask``."""
         started = time.perf_counter()
         # A piece that is only whitespace (the space a model writes before a digit) is carried
         # into the next draft rather than sent alone or dropped: "due 1 January", not "due1".
         spacing = ""
         try:
             async for event in self._stream(
-                tenant, question, persona_name, limit, started, include_sensitive
+                tenant, question, persona_name, limit, started, include_sensitive, as_of
             ):
                 if isinstance(event, Draft):
                     if not event.text.strip():
@@ -223,10 +234,13 @@ class Asker:
         limit: int,
         started: float,
         include_sensitive: bool,
+        as_of: str,
     ) -> AsyncGenerator[AskEvent, None]:
         # check (before any event, so bad input is a plain error)
         question = _checked(question, limit)
+        day = as_of_day.parse(as_of)
         tenant_var.set(tenant)  # every model call of this ask is logged as the tenant's
+        as_of_day.as_of_var.set(day)  # every stage reads memory as of that day (docs/as-of.md)
         p = self._p
         persona = self._personas.get(persona_name, "ask")
         limit = limit or self._settings.ask_limit
@@ -286,6 +300,7 @@ class Asker:
             model=p.generator.model,
             dropped_steps=list(plan.dropped),
             abstain_reason="empty",
+            as_of=as_of_day.wire(),
         )
         yield Started(
             p.generator.model,

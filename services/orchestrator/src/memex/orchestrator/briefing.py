@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from memex.orchestrator import as_of
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage
 from memex.orchestrator.sources import Source, render_all, spoken_date
@@ -67,7 +68,7 @@ def today_line(today: dt.date | None = None) -> str:
     ask reads it between the sources and the question (37 of 48 demo questions in two
     `memex eval` runs, 34 with it first); a chat reply reads it first, because next to the
     message the model read "£48 a year (rising to £55 for 2027)" as £55 in 8 of 8 samples."""
-    day = today or dt.date.today()
+    day = today or as_of.today()  # an ask as of a day reads that day as today
     return f"Today is {_WEEKDAYS[day.weekday()]} {spoken_date(day.isoformat())}."
 
 

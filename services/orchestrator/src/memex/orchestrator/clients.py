@@ -10,7 +10,16 @@ import grpc
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.items import Note, NoteSection, Record, ShownItem, Timeline, record_item
+from memex.orchestrator import as_of
+from memex.orchestrator.items import (
+    Note,
+    NoteSection,
+    NoteVersion,
+    Record,
+    ShownItem,
+    Timeline,
+    record_item,
+)
 from memex.orchestrator.ports import (
     ChatMessage,
     ForgetCheck,
@@ -99,6 +108,9 @@ def _note(r: retrieval_pb2.GetNoteResponse) -> Note:
             NoteSection(id=c.id, ordinal=c.ordinal, heading=c.heading, start=c.start, end=c.end)
             for c in r.chunks
         ),
+        versions=tuple(
+            NoteVersion(v.episode_id, v.number, v.valid_from, v.valid_to) for v in r.versions
+        ),
     )
 
 
@@ -135,13 +147,14 @@ class GrpcMemory:
     async def search(self, tenant: str, spec: SearchSpec) -> list[ShownItem]:
         window = common_pb2.TimeWindow(start=spec.since, end=spec.until)
         if spec.window_days and not spec.since:
-            window.start = (dt.date.today() - dt.timedelta(days=spec.window_days)).isoformat()
+            window.start = (as_of.today() - dt.timedelta(days=spec.window_days)).isoformat()
         request = retrieval_pb2.SearchRequest(
             tenant=tenant,
             query=spec.query,
             channels=[CHANNELS[c] for c in spec.channels if c in CHANNELS],
             k=spec.k,
             observation_weight=spec.observation_weight,
+            as_of=as_of.wire(),
             filters=retrieval_pb2.SearchFilters(
                 window=window,
                 tags=list(spec.tags),

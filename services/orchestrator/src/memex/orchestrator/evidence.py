@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from memex.orchestrator import as_of
 from memex.orchestrator.items import Citation, GroundingReport
 from memex.orchestrator.policy import WITHHELD_READ
 from memex.orchestrator.sources import Source
@@ -94,6 +95,8 @@ def build(
         "model": model,
         "prompt_version": prompt_version,
         "persona": persona,
+        # The day whose memory answered, "" for the memory as it stood when asked (as_of.py).
+        "as_of": as_of.wire(),
         "conversation_id": conversation_id or "",
         "message_id": message_id,
         "thread_id": "",

@@ -90,6 +90,19 @@ class Note:
     sensitive: bool
     text: str
     sections: tuple[NoteSection, ...] = ()
+    versions: tuple[NoteVersion, ...] = ()
+    """Every version of the note memex kept, oldest first (docs/as-of.md)."""
+
+
+@dataclass(frozen=True)
+class NoteVersion:
+    """One kept version of a note and when it held (ISO 8601 UTC; ``valid_to`` "" for the
+    current one)."""
+
+    episode_id: str
+    number: int
+    valid_from: str
+    valid_to: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from memex.orchestrator import evidence
+from memex.orchestrator import as_of, evidence
 from memex.orchestrator import sources as briefing_sources
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversations import Message
@@ -97,7 +97,7 @@ def dated_search(question: str, query: str, today: dt.date | None = None) -> tup
     """A search for ``query`` held to the notes dated in the period ``question`` names, if it
     names one ("What did I do on 19 July?"); fused with the plain search, which still finds a
     note that mentions the day without being dated on it."""
-    period = named_period(question, today or dt.date.today())
+    period = named_period(question, today or as_of.today())
     if period is None:
         return ()
     since, until = period.iso()

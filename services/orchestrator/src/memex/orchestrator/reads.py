@@ -11,6 +11,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
+from memex.orchestrator import as_of as as_of_day
 from memex.orchestrator.entities import match_entity
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.metrics import timed
@@ -41,11 +42,14 @@ class Reads:
         channels: Sequence[str] = (),
         k: int = 0,
         include_contested: bool = False,
+        as_of: str = "",
     ) -> tuple[list[ShownItem], str]:
         """Hybrid search shaped by a persona, filtered by ``scope``, with telemetry (SPEC B12).
-        Explicit channels and window override the persona's."""
+        Explicit channels and window override the persona's. ``as_of`` (YYYY-MM-DD): the memory
+        as it stood at the end of that day (docs/as-of.md)."""
         if not query.strip():
             raise InvalidArgument("query is empty: say what to search for")
+        as_of_day.as_of_var.set(as_of_day.parse(as_of))
         check_count(k, "k", MAX_K)
         unknown = [c for c in channels if c not in CHANNELS]
         if unknown:

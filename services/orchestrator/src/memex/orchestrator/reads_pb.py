@@ -94,6 +94,15 @@ def note_pb(note: Note) -> pb.GetNoteResponse:
             for s in note.sections
         ],
         citation=f"[[{note.title}]]",
+        versions=[
+            pb.NoteVersion(
+                episode_id=v.episode_id,
+                number=v.number,
+                valid_from=v.valid_from,
+                valid_to=v.valid_to,
+            )
+            for v in note.versions
+        ],
     )
 
 

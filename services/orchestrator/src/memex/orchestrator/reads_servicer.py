@@ -39,6 +39,7 @@ class ReadsServicer:
             channels=channel_names(request.channels),
             k=request.k,
             include_contested=request.filters.include_contested,
+            as_of=request.filters.as_of,
         )
         return pb.SearchResponse(items=[item_pb(i) for i in items], turn_id=turn_id)
 

@@ -105,6 +105,7 @@ class OrchestratorServicer(
             request.persona,
             request.limit,
             include_sensitive=request.include_sensitive,
+            as_of=request.as_of,
         )
         return ask_pb(r)
 
@@ -119,6 +120,7 @@ class OrchestratorServicer(
             ask.persona,
             ask.limit,
             include_sensitive=ask.include_sensitive,
+            as_of=ask.as_of,
         )
         # Closed at once when the client goes away, so the model call below it stops too.
         async with contextlib.aclosing(stream):

@@ -66,6 +66,7 @@ def query(request: retrieval_pb2.SearchRequest, tenant: str) -> Query:
         ),
         k=request.k,
         observation_weight=request.observation_weight,
+        as_of=request.as_of,
     )
 
 

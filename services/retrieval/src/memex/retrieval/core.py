@@ -87,7 +87,7 @@ class RetrievalCore:
             reranker=reranker,
         )
         self.records = Records(store, self.indexer, s.record_collections, s.sensitive_collections)
-        self.forgetter = Forgetter(store, self.searcher, s.store, s.max_k)
+        self.forgetter = Forgetter(store, self.searcher, self.indexer.archive, s.store, s.max_k)
         self._indexing: dict[str, asyncio.Lock] = {}
 
     def tenant(self, name: str) -> str:

@@ -18,7 +18,7 @@ from memex.shared.client import open_channel
 from memex.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
 
 if TYPE_CHECKING:
-    from memex.retrieval.store.base import Store
+    from memex.retrieval.store.base import MemoryReader
 
 log = logging.getLogger(__name__)
 Kind = Literal["query", "document"]
@@ -116,7 +116,7 @@ async def open_embedder(address: str, timeout: float, wait_s: float) -> AsyncIte
         await channel.close()
 
 
-async def check_model(store: Store, tenant: str, model_id: str) -> None:
+async def check_model(store: MemoryReader, tenant: str, model_id: str) -> None:
     """FailedPrecondition if the tenant's vectors were made by another embedding model: a query
     vector of one model compared with another's document vectors ranks nonsense, silently.
     A tenant indexed before the model was recorded passes (its next run records it)."""

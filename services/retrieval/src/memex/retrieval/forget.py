@@ -6,6 +6,9 @@ store holds of it (``Store.note_traces``) and runs lookups and searches that fin
 records a tombstone for its file (``ingest/tombstones.py``), then counts and searches again. The
 receipt has both sets of numbers; the forget is complete when everything after is 0.
 
+Every version of the note memex kept for reading memory as of a date goes too (``history``):
+its archived copies and its ledger entries, counted like the rest.
+
 What a forget leaves, by design: links *to* the note from other notes (they are those notes'
 text; they now resolve to nothing) and the records a note stands for (records come from the
 records files or the API, not from notes; only the note-to-record link goes).
@@ -19,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memex.retrieval.history.archive import Archive
 from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.note_text import assemble
@@ -29,6 +33,7 @@ from memex.shared.errors import InvalidArgument, NotFound
 log = logging.getLogger(__name__)
 
 PHRASE_WORDS = 12
+VERSIONS = "kept versions (ledger entries and archived copies, docs/as-of.md)"
 KEYWORD_DEPTH = 1000
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -85,8 +90,11 @@ def distinctive_phrase(text: str, title: str) -> str:
 class Forgetter:
     """Forgets notes of a store, checking with the store's own reads and the real searcher."""
 
-    def __init__(self, store: Store, searcher: Searcher, backend: str, max_k: int) -> None:
+    def __init__(
+        self, store: Store, searcher: Searcher, archive: Archive, backend: str, max_k: int
+    ) -> None:
         self._store = store
+        self._archive = archive
         self._searcher = searcher
         self._where = f"retrieval ({backend})"
         self._max_k = max_k
@@ -142,6 +150,8 @@ class Forgetter:
         phrase = distinctive_phrase(text, meta.title)
         before_traces = await self._store.note_traces(tenant, meta.id, chunk_ids)
         before = await self._look(tenant, meta, chunk_ids, phrase)
+        versions = await self._archive.kept_versions(tenant, meta.id)
+        kept = await self._archive.note_traces(tenant, meta.id, versions)
         receipt = ForgetReceipt(meta, chunk_ids, text if dry_run else "", dry_run)
         receipt.file_present, content = await self._vault_file(tenant, meta.path)
         if dry_run:
@@ -149,9 +159,11 @@ class Forgetter:
                 Count(self._where, kind, before_traces.get(kind, 0), before_traces.get(kind, 0))
                 for kind in TRACE_KINDS
             ]
+            receipt.counts.append(Count(self._where, VERSIONS, kept, kept))
             receipt.checks = [Check(self._where, d, n, n) for d, n in before]
             return receipt
         await self._store.delete_notes(tenant, [meta.id])
+        await self._archive.forget_note(tenant, versions)
         if content is not None:
             forgotten = await tombstones.load(self._store, tenant)
             forgotten[tombstones.path_key(meta.path)] = tombstones.content_key(content)
@@ -169,6 +181,8 @@ class Forgetter:
             )
             for kind in TRACE_KINDS
         ]
+        left = await self._archive.note_traces(tenant, meta.id, versions)
+        receipt.counts.append(Count(self._where, VERSIONS, max(0, kept - left), left))
         receipt.checks = [Check(self._where, d, n, after.get(d, 0)) for d, n in before]
         remaining = [c for c in receipt.counts if c.remaining] + [
             c for c in receipt.checks if c.found_after

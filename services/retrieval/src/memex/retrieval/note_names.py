@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 
 from memex.retrieval.names import NameMatcher, Words
-from memex.retrieval.store.base import Store
+from memex.retrieval.store.base import MemoryReader, Store
 from memex.retrieval.store.keyword_terms import STOPWORDS
 
 NOTE_NAMES_META = "note-names"
@@ -38,7 +38,7 @@ def matcher(names: dict[str, list[str]]) -> NameMatcher:
     return NameMatcher(names, is_note_name)
 
 
-async def load(store: Store, tenant: str) -> NameMatcher:
+async def load(store: MemoryReader, tenant: str) -> NameMatcher:
     """The tenant's note names: every note's title and aliases."""
     ids = sorted(note_id for note_id, _ in (await store.note_fingerprints(tenant)).values())
     metas = await store.get_notes(tenant, ids)

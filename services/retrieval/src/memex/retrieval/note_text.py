@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memex.retrieval.history.versions import (
+    NOTE_LEDGER,
+    Ledger,
+    Version,
+    history_tenant,
+    split_version,
+)
 from memex.retrieval.store.base import ChunkView, NoteMeta, Store
 from memex.shared.errors import InvalidArgument, NotFound
 
@@ -18,6 +25,8 @@ class NoteText:
     meta: NoteMeta
     text: str
     chunks: list[ChunkView]
+    versions: list[Version] = field(default_factory=list)
+    """Every kept version of the note, oldest first (``history``)."""
 
 
 def assemble(chunks: Sequence[ChunkView]) -> str:
@@ -39,14 +48,19 @@ def assemble(chunks: Sequence[ChunkView]) -> str:
 
 
 async def get_note(store: Store, tenant: str, episode_id: str) -> NoteText:
-    """The note with ``episode_id``; NotFound when the tenant has none."""
+    """The note with ``episode_id``, or the earlier version a version id (``NOTE_ID@vN``)
+    names, with the note's kept versions; NotFound when the tenant has none."""
     if not episode_id.strip():
         raise InvalidArgument("episode_id is required: a citation's or provenance's episode_id")
-    meta = (await store.get_notes(tenant, [episode_id])).get(episode_id)
+    version = split_version(episode_id)
+    where = tenant if version is None else history_tenant(tenant)
+    meta = (await store.get_notes(where, [episode_id])).get(episode_id)
     if meta is None:
         raise NotFound(f"no note with episode_id {episode_id!r} (re-indexed or deleted?)")
-    chunks = await store.note_chunks(tenant, episode_id)
-    return NoteText(meta=meta, text=assemble(chunks), chunks=chunks)
+    chunks = await store.note_chunks(where, episode_id)
+    of = episode_id if version is None else version[0]
+    versions = (await Ledger.load(store, tenant, NOTE_LEDGER, [of])).versions(of)
+    return NoteText(meta=meta, text=assemble(chunks), chunks=chunks, versions=versions)
 
 
 MAX_LIST = 1000

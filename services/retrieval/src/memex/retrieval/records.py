@@ -140,6 +140,9 @@ class Records:
     async def delete(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
         """DeleteRecords: unknown ids are ignored."""
         self.check_collection(collection)
+        await self._indexer.archive.before_record_removal(
+            tenant, [f"{collection}:{i}" for i in ids]
+        )
         deleted = await self._store.delete_records(tenant, collection, list(ids))
         if collection == "entities" and deleted:
             await self._indexer.refresh_mentions(tenant, await entity_matcher(self._store, tenant))

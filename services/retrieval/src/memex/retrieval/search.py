@@ -23,13 +23,14 @@ import numpy as np
 from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
+from memex.retrieval.history.as_of import MemoryAsOf, parse_as_of
 from memex.retrieval.ingest.chunking import search_text
 from memex.retrieval.ingest.documents import locator
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.records_io import entity_matcher
 from memex.retrieval.names import NameMatcher
 from memex.retrieval.rerank import Reranker, combine, order
-from memex.retrieval.store.base import Hit, NoteMeta, Record, SearchFilter, Store
+from memex.retrieval.store.base import Hit, MemoryReader, NoteMeta, Record, SearchFilter
 from memex.shared.errors import InvalidArgument
 
 CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")
@@ -62,6 +63,8 @@ class Query:
     filters: Filters = Filters()
     k: int = 0
     observation_weight: float = 0.0
+    as_of: str = ""
+    """YYYY-MM-DD: search the memory as it stood at the end of that day; "" for now."""
 
 
 @dataclass
@@ -120,7 +123,7 @@ class Searcher:
 
     def __init__(
         self,
-        store: Store,
+        store: MemoryReader,
         embedder: Embedder,
         tuning: Tuning,
         today: Callable[[], dt.date] = lambda: dt.datetime.now(dt.UTC).date(),
@@ -162,6 +165,8 @@ class Searcher:
     async def search(self, query: Query) -> SearchResult:
         """Embeds the query, runs the channels, fuses and adjusts; see the module doc."""
         channels, k = self._check(query)
+        if query.as_of:
+            return await self._search_as_of(query)
         # The model check is a store call and the query's vector the embedding service's: both
         # at once (a round trip saved on Weaviate).
         (vector, embed_seconds), _ = await asyncio.gather(
@@ -185,6 +190,14 @@ class Searcher:
         ranked = head[:k]
         done = time.perf_counter()
         return SearchResult(ranked, embed_seconds * 1000, (done - embedded) * 1000)
+
+    async def _search_as_of(self, query: Query) -> SearchResult:
+        """The search over the memory as it stood at the end of ``query.as_of``, with that day
+        as today (``history.as_of``)."""
+        day = parse_as_of(query.as_of, self._today())
+        view = await MemoryAsOf.open(self._store, query.tenant, day)
+        then = Searcher(view, self._embedder, self._t, lambda: day, self._reranker)
+        return await then.search(dataclasses.replace(query, as_of=""))
 
     async def _embed_query(self, text: str) -> tuple[np.ndarray[Any, Any], float]:
         """The query's vector and the seconds embedding it took."""

@@ -153,6 +153,15 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
                 )
                 for c in note.chunks
             ],
+            versions=[
+                retrieval_pb2.NoteVersion(
+                    episode_id=v.of if v.current else v.id,
+                    number=v.number,
+                    valid_from=v.valid_from,
+                    valid_to=v.valid_to or "",
+                )
+                for v in note.versions
+            ],
         )
 
     async def DeleteNote(

@@ -19,6 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import MODEL_META, Embedder
+from memex.retrieval.history.archive import Archive, NoteWrite
+from memex.retrieval.history.versions import content_key
 from memex.retrieval.ingest import documents, tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.ingest.audio import Transcriber
@@ -26,6 +28,7 @@ from memex.retrieval.ingest.notes import (
     PreparedNote,
     Sensitivity,
     fingerprint,
+    note_id,
     prepare,
     with_vectors,
 )
@@ -88,6 +91,12 @@ class Indexer:
         )
         self._inflight = 0
         self._busy_since = 0.0
+        self.archive = Archive(store, self._embed_documents, lambda: embedder.model_id)
+        """Keeps the versions notes and records replace (``history``)."""
+
+    async def _embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embeds archived versions (their time is not an index run's embedding time)."""
+        return await self._embed(texts, IndexSummary())
 
     async def _embed(self, texts: list[str], summary: IndexSummary) -> list[list[float]]:
         """Embeds documents; ``summary.embed_seconds`` gains the wall time during which at least
@@ -124,6 +133,7 @@ class Indexer:
             # Notes and record files re-embed through their fingerprints (they hash the model
             # id); records written through the API have no file to compare, so re-embed them.
             await self._reembed_api_records(tenant, summary)
+            await self.archive.reembed(tenant)
         await self._sync_records(tenant, scan.record_files, summary, full)
         matcher = await entity_matcher(self._store, tenant)
         await self._sync_notes(tenant, scan.notes, matcher, summary, full, progress)
@@ -186,6 +196,7 @@ class Indexer:
         for ref in refs:
             collection, _, rid = ref.partition(":")
             by_collection.setdefault(collection, []).append(rid)
+        await self.archive.before_record_removal(tenant, sorted(refs))
         for collection, ids in by_collection.items():
             summary.records_removed += await self._store.delete_records(tenant, collection, ids)
 
@@ -200,6 +211,7 @@ class Indexer:
             texts = [r.text for r in part]
             vectors = await self._embed(texts, summary or IndexSummary())
             part = [dataclasses.replace(r, vector=v) for r, v in zip(part, vectors, strict=True)]
+            await self.archive.before_records(tenant, part)
             written += await self._store.upsert_records(tenant, part)
         if summary is not None:
             summary.records_upserted += written
@@ -237,19 +249,23 @@ class Indexer:
     ) -> None:
         stored = await self._store.note_fingerprints(tenant)
         forgotten = tombstones.Tombstones(await tombstones.load(self._store, tenant))
+        ledger = await self.archive.note_ledger(tenant)
+        unrecorded: list[NoteWrite] = []  # unchanged notes indexed before versions were kept
         kept: set[str] = set()
         total, done = len(files), 0
-        batch: list[tuple[PreparedNote, bool]] = []
+        batch: list[tuple[PreparedNote, NoteWrite]] = []
         pending: set[asyncio.Task[None]] = set()
         gate = asyncio.Semaphore(self._opt.concurrency)
 
-        async def flush(items: list[tuple[PreparedNote, bool]]) -> None:
+        async def flush(items: list[tuple[PreparedNote, NoteWrite]]) -> None:
             nonlocal done
             async with gate:
                 texts = [t for prepared, _ in items for t in prepared.texts]
                 vectors = await self._embed(texts, summary) if texts else []
+                await self.archive.before_notes(tenant, ledger, [w for _, w in items])
                 offset = 0
-                for prepared, is_new in items:
+                for prepared, write in items:
+                    is_new = not write.replaces
                     count = len(prepared.texts)
                     note = with_vectors(prepared, vectors[offset : offset + count])
                     offset += count
@@ -275,7 +291,12 @@ class Indexer:
             kept.add(file.rel)
             version = f"\x00{documents.EXTRACTOR_VERSION}" if document else ""
             fp = fingerprint(text + version, self._embedder.model_id, self._opt.sensitivity)
+            write = NoteWrite(
+                note_id(file.rel), file.rel, content_key(text + version), mtime, file.rel in stored
+            )
             if not full and stored.get(file.rel, ("", ""))[1] == fp:
+                if ledger.current(write.note_id) is None:
+                    unrecorded.append(write)
                 summary.unchanged += 1
                 done += 1
                 if progress:
@@ -294,7 +315,8 @@ class Indexer:
                 total -= 1
                 continue
             summary.warnings += prepared.warnings
-            batch.append((prepared, file.rel not in stored))
+            body = "\x00".join(p.text for p in prepared.pieces)
+            batch.append((prepared, dataclasses.replace(write, body=body)))
             if sum(len(p.texts) for p, _ in batch) >= self._opt.embed_batch:
                 pending.add(asyncio.create_task(flush(batch)))
                 batch = []
@@ -309,9 +331,11 @@ class Indexer:
             await _settle(set(), pending, wait=True)
         if forgotten.changed:
             await tombstones.save(self._store, tenant, forgotten.entries)
-        gone = [note_id for path, (note_id, _) in stored.items() if path not in kept]
+        await self.archive.open_unrecorded(tenant, ledger, unrecorded)
+        gone = [(nid, path) for path, (nid, _) in stored.items() if path not in kept]
         if gone:
-            summary.removed += await self._store.delete_notes(tenant, gone)
+            await self.archive.before_note_removal(tenant, ledger, gone)
+            summary.removed += await self._store.delete_notes(tenant, [n for n, _ in gone])
 
     def _prepare(
         self,

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memex.retrieval.names import NameMatcher
-from memex.retrieval.store.base import Record, Store
+from memex.retrieval.store.base import MemoryReader, Record
 from memex.shared.errors import InvalidArgument
 
 TEXT_FIELDS = ("name", "title", "statement", "text", "summary", "description", "notes", "aliases")
@@ -74,7 +74,7 @@ def entity_names(record: Record) -> list[str]:
     return [n for n in dict.fromkeys(n.strip() for n in names) if len(n) >= 2]
 
 
-async def entity_matcher(store: Store, tenant: str) -> NameMatcher:
+async def entity_matcher(store: MemoryReader, tenant: str) -> NameMatcher:
     """A matcher over every entity record's names (what the indexer records as mentions and
     the graph channel looks up in a query)."""
     entities = await store.query_records(tenant, "entities", [], None, 1_000_000)

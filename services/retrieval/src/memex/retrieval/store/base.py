@@ -292,36 +292,15 @@ class StoreStats:
 
 
 @runtime_checkable
-class Store(Protocol):
-    """What the retrieval service needs from a storage backend. All methods are coroutines;
-    a backend with a blocking client runs it off the event loop."""
-
-    dimension: int
-    """Vector dimension fixed when the store was opened."""
-
-    # -- lifecycle ------------------------------------------------------------------------------
-    async def close(self) -> None:
-        """Flushes and releases everything; the store is unusable afterwards. Idempotent."""
-
-    # -- notes ----------------------------------------------------------------------------------
-    async def upsert_note(self, tenant: str, note: Note) -> None:
-        """Creates or replaces the note with ``note.id``: its metadata, *all* its chunks (chunks of
-        the previous version not in ``note.chunks`` are deleted with their vectors), its outgoing
-        links and its chunks' mentions. Durable and all-or-nothing as the module doc says."""
-
-    async def delete_notes(self, tenant: str, note_ids: Sequence[str]) -> int:
-        """Deletes the notes with their chunks, vectors, outgoing links and mentions. Unknown ids
-        are ignored. Returns how many notes existed."""
+class MemoryReader(Protocol):
+    """The reads hybrid search makes: what a ``Store`` answers, and what the memory as of a date
+    (``history.as_of.MemoryAsOf``) answers too."""
 
     async def note_fingerprints(self, tenant: str) -> dict[str, tuple[str, str]]:
         """``{path: (note_id, fingerprint)}`` for every stored note of the tenant."""
 
     async def get_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, NoteMeta]:
         """Metadata of the notes that exist, by id; unknown ids are absent."""
-
-    async def notes_by_key(self, tenant: str, keys: Sequence[str]) -> dict[str, list[NoteMeta]]:
-        """For each ``link_key`` given, the notes having it in ``Note.keys`` (absent if none).
-        Resolves wikilink targets and entity names to notes."""
 
     async def notes_for_records(self, tenant: str, refs: Sequence[str]) -> dict[str, NoteMeta]:
         """For each ``collection:id`` given, a note whose ``record_keys`` contains it (the one with
@@ -339,27 +318,6 @@ class Store(Protocol):
         """For each of the chunks that exist, its note's metadata: what ranking search results
         needs, without the texts that ``get_chunks`` reads."""
 
-    async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
-        """Every chunk of one note, in ordinal order; empty for an unknown note."""
-
-    async def set_entity_mentions(
-        self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
-    ) -> None:
-        """Replaces the set of chunks mentioning ``entity_id`` (used when an entity is created or
-        renamed after the notes were indexed). Unknown chunk ids are ignored."""
-
-    # -- records --------------------------------------------------------------------------------
-    async def upsert_records(self, tenant: str, records: Sequence[Record]) -> int:
-        """Creates or replaces records by ``(collection, id)``, in one durable batch. Returns the
-        count written."""
-
-    async def delete_records(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
-        """Deletes records by id; unknown ids are ignored. Returns how many existed."""
-
-    async def record_sources(self, tenant: str) -> dict[str, set[str]]:
-        """``{source: {collection:id, ...}}`` for every stored record, so the indexer can remove
-        records a JSON Lines file no longer holds."""
-
     async def get_records(self, tenant: str, refs: Sequence[str]) -> dict[str, Record]:
         """Records by ``collection:id``, without vectors; unknown refs are absent."""
 
@@ -376,10 +334,6 @@ class Store(Protocol):
         function), ordered by ``sort`` (else by id), at most ``limit``. Field names are validated by
         the caller; a backend must still never build query strings from them."""
 
-    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
-        """Every record whose ``entity_refs`` contains ``entity_id`` (any collection)."""
-
-    # -- search channels ------------------------------------------------------------------------
     async def search_chunks_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
@@ -408,6 +362,60 @@ class Store(Protocol):
     ) -> list[Hit]:
         """BM25 over ``Record.text`` in ``flt.collections``; hit ids are ``collection:id``."""
 
+    async def get_meta(self, tenant: str, key: str) -> str | None:
+        """A small per-tenant value (e.g. the embedding model id the vectors came from)."""
+
+
+@runtime_checkable
+class Store(MemoryReader, Protocol):
+    """What the retrieval service needs from a storage backend. All methods are coroutines;
+    a backend with a blocking client runs it off the event loop."""
+
+    dimension: int
+    """Vector dimension fixed when the store was opened."""
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Flushes and releases everything; the store is unusable afterwards. Idempotent."""
+
+    # -- notes ----------------------------------------------------------------------------------
+    async def upsert_note(self, tenant: str, note: Note) -> None:
+        """Creates or replaces the note with ``note.id``: its metadata, *all* its chunks (chunks of
+        the previous version not in ``note.chunks`` are deleted with their vectors), its outgoing
+        links and its chunks' mentions. Durable and all-or-nothing as the module doc says."""
+
+    async def delete_notes(self, tenant: str, note_ids: Sequence[str]) -> int:
+        """Deletes the notes with their chunks, vectors, outgoing links and mentions. Unknown ids
+        are ignored. Returns how many notes existed."""
+
+    async def notes_by_key(self, tenant: str, keys: Sequence[str]) -> dict[str, list[NoteMeta]]:
+        """For each ``link_key`` given, the notes having it in ``Note.keys`` (absent if none).
+        Resolves wikilink targets and entity names to notes."""
+
+    async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
+        """Every chunk of one note, in ordinal order; empty for an unknown note."""
+
+    async def set_entity_mentions(
+        self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
+    ) -> None:
+        """Replaces the set of chunks mentioning ``entity_id`` (used when an entity is created or
+        renamed after the notes were indexed). Unknown chunk ids are ignored."""
+
+    # -- records --------------------------------------------------------------------------------
+    async def upsert_records(self, tenant: str, records: Sequence[Record]) -> int:
+        """Creates or replaces records by ``(collection, id)``, in one durable batch. Returns the
+        count written."""
+
+    async def delete_records(self, tenant: str, collection: str, ids: Sequence[str]) -> int:
+        """Deletes records by id; unknown ids are ignored. Returns how many existed."""
+
+    async def record_sources(self, tenant: str) -> dict[str, set[str]]:
+        """``{source: {collection:id, ...}}`` for every stored record, so the indexer can remove
+        records a JSON Lines file no longer holds."""
+
+    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
+        """Every record whose ``entity_refs`` contains ``entity_id`` (any collection)."""
+
     # -- forgetting (verified deletion) ----------------------------------------------------------
     async def note_traces(
         self, tenant: str, note_id: str, chunk_ids: Sequence[str]
@@ -424,9 +432,6 @@ class Store(Protocol):
         (its files keep deleted bytes until a compaction memex cannot force)."""
 
     # -- metadata -------------------------------------------------------------------------------
-    async def get_meta(self, tenant: str, key: str) -> str | None:
-        """A small per-tenant value (e.g. the embedding model id the vectors came from)."""
-
     async def set_meta(self, tenant: str, key: str, value: str) -> None:
         """Sets a per-tenant value, durably."""
 

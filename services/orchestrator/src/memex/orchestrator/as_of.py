@@ -1,0 +1,49 @@
+"""The day whose memory a request reads (docs/as-of.md): now, or the end of a past day.
+
+An ask ``--as-of 2026-05-01`` answers from the memory as it stood then. The day is set once, at
+the start of the request, and every stage under it reads it from here: the retrieval search
+(``SearchRequest.as_of``), the briefing's "Today is ..." line and the named periods of a
+question ("last month" is the month before that day). A context variable, like ``tenant_var``,
+because the stages between the request and those reads do not otherwise carry the day.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import datetime as dt
+
+from memex.shared.errors import InvalidArgument
+
+as_of_var: contextvars.ContextVar[dt.date | None] = contextvars.ContextVar(
+    "memex_as_of", default=None
+)
+
+
+def parse(value: str) -> dt.date | None:
+    """The day an ``as_of`` names (None for ""); InvalidArgument for another form or a day after
+    today (UTC, with a day's grace for the asker's time zone)."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        day = None
+    if day is None or len(value) != 10:
+        raise InvalidArgument(f"as_of {value!r} is not a date: use YYYY-MM-DD")
+    if day > dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1):
+        raise InvalidArgument(
+            f"as_of {value} is in the future: leave it out to read memory as it stands now"
+        )
+    return min(day, dt.datetime.now(dt.UTC).date())
+
+
+def today() -> dt.date:
+    """The request's day: its as_of, else today."""
+    return as_of_var.get() or dt.date.today()
+
+
+def wire() -> str:
+    """The request's as_of as the retrieval service takes it ("" for now)."""
+    day = as_of_var.get()
+    return day.isoformat() if day is not None else ""
