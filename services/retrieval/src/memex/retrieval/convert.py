@@ -9,8 +9,9 @@ from google.protobuf import json_format, struct_pb2
 from memex.common.v1 import common_pb2
 from memex.retrieval.forget import ForgetReceipt
 from memex.retrieval.ingest.indexer import IndexSummary
+from memex.retrieval.items import Item
 from memex.retrieval.records import ResolvedRecord
-from memex.retrieval.search import Filters, Item, Query
+from memex.retrieval.search import Filters, Query
 from memex.retrieval.store.base import Condition
 from memex.retrieval.v1 import retrieval_pb2
 from memex.shared.channels import CHANNEL_NAMES, CHANNELS

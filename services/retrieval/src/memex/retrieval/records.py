@@ -10,7 +10,7 @@ from typing import Any
 from memex.retrieval.fusion import ChannelHit
 from memex.retrieval.ingest.indexer import Indexer
 from memex.retrieval.ingest.records_io import build_record, entity_matcher
-from memex.retrieval.search import Item, chunk_item, fill_chunk, record_item
+from memex.retrieval.items import Item, chunk_item, fill_chunk, record_item
 from memex.retrieval.store.base import Condition, Record, SearchFilter, Sort, Store
 from memex.retrieval.store.filters import check_condition, check_field
 from memex.shared.errors import InvalidArgument, NotFound, PermissionDenied

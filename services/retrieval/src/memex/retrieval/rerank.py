@@ -1,15 +1,21 @@
 """The optional rerank stage of hybrid search (SPEC B5): rescore the fused top N with a model.
 
-A ``Reranker`` gives one relevance score per (query, passage) pair; ``rerank`` interpolates the
-min-max-normalised model scores with the normalised fused scores of the same items and reorders
-them. Engines live in ``rerank_onnx`` (a cross-encoder, or a stronger bi-encoder used pointwise).
-No gRPC here.
+A ``Reranker`` gives one relevance score per (query, passage) pair; ``rerank_items``
+interpolates the min-max-normalised model scores with the normalised fused scores of the same
+items and reorders them. Engines live in ``rerank_onnx`` (a cross-encoder, or a stronger
+bi-encoder used pointwise). No gRPC here.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from typing import Protocol
+
+from memex.retrieval import metrics
+from memex.retrieval.ingest.chunking import search_text
+from memex.retrieval.items import Item
 
 
 class Reranker(Protocol):
@@ -48,3 +54,27 @@ def order(scores: Sequence[float]) -> list[int]:
     """Candidate positions by descending score; equal scores keep their incoming (fused) order,
     so a tie never reshuffles what fusion decided."""
     return sorted(range(len(scores)), key=lambda i: -scores[i])
+
+
+async def rerank_items(
+    reranker: Reranker, text: str, head: list[Item], weight: float
+) -> list[Item]:
+    """Rescores the candidates with the reranker and reorders them; only items that passed
+    the filters are candidates, so a rerank can never bring back a filtered item."""
+    if not head:
+        return head
+    # A chunk is judged with its title and heading path, as it was embedded and indexed.
+    passages = [
+        search_text(i.title, i.heading, i.text, i.attributes.get("aliases", ()))
+        if i.kind == "chunk"
+        else i.text
+        for i in head
+    ]
+    started = time.perf_counter()
+    # The model is CPU-bound: off the event loop, so other requests keep being served.
+    model = await asyncio.to_thread(reranker.score, text, passages)
+    metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
+    combined = combine([i.score for i in head], model, weight)
+    for item, value, raw in zip(head, combined, model, strict=True):
+        item.rerank, item.score = raw, value
+    return [head[p] for p in order(combined)]

@@ -15,7 +15,7 @@ import datetime as dt
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -24,12 +24,11 @@ from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
 from memex.retrieval.history.as_of import MemoryAsOf, parse_as_of
-from memex.retrieval.ingest.chunking import search_text
-from memex.retrieval.ingest.documents import locator
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.records_io import entity_matcher
+from memex.retrieval.items import Item, chunk_item, fill_chunk, record_item, record_salience
 from memex.retrieval.names import NameMatcher
-from memex.retrieval.rerank import Reranker, combine, order
+from memex.retrieval.rerank import Reranker, rerank_items
 from memex.retrieval.store.base import Hit, MemoryReader, NoteMeta, Record, SearchFilter
 from memex.shared.errors import InvalidArgument
 
@@ -65,30 +64,6 @@ class Query:
     observation_weight: float = 0.0
     as_of: str = ""
     """YYYY-MM-DD: search the memory as it stood at the end of that day; "" for now."""
-
-
-@dataclass
-class Item:
-    """One fused result with its provenance and the reasons for its rank."""
-
-    id: str
-    kind: str  # chunk | record | belief | observation
-    text: str
-    episode_id: str = ""
-    date: str = ""
-    title: str = ""
-    path: str = ""
-    heading: str = ""
-    citation: str = ""
-    sensitive: bool = False
-    collection: str = ""
-    channels: list[ChannelHit] = field(default_factory=list)
-    fused: float = 0.0
-    recency: float = 1.0
-    salience: float = 1.0
-    rerank: float | None = None  # the reranker's raw score, when one ran
-    score: float = 0.0
-    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -186,7 +161,7 @@ class Searcher:
         depth = max(self._t.rerank_depth, k) if self._reranker is not None else k
         head = await self._hydrate(query.tenant, await self.rank(query.tenant, fused, seen, depth))
         if self._reranker is not None:
-            head = await self._rerank(self._reranker, query.text, head)
+            head = await rerank_items(self._reranker, query.text, head, self._t.rerank_weight)
         ranked = head[:k]
         done = time.perf_counter()
         return SearchResult(ranked, embed_seconds * 1000, (done - embedded) * 1000)
@@ -204,27 +179,6 @@ class Searcher:
         started = time.perf_counter()
         vector = (await self._embedder.embed([text], "query"))[0]
         return vector, time.perf_counter() - started
-
-    async def _rerank(self, reranker: Reranker, text: str, head: list[Item]) -> list[Item]:
-        """Rescores the candidates with the reranker and reorders them; only items that passed
-        the filters are candidates, so a rerank can never bring back a filtered item."""
-        if not head:
-            return head
-        # A chunk is judged with its title and heading path, as it was embedded and indexed.
-        passages = [
-            search_text(i.title, i.heading, i.text, i.attributes.get("aliases", ()))
-            if i.kind == "chunk"
-            else i.text
-            for i in head
-        ]
-        started = time.perf_counter()
-        # The model is CPU-bound: off the event loop, so other requests keep being served.
-        model = await asyncio.to_thread(reranker.score, text, passages)
-        metrics.RERANK_SECONDS.observe(time.perf_counter() - started)
-        combined = combine([i.score for i in head], model, self._t.rerank_weight)
-        for item, value, raw in zip(head, combined, model, strict=True):
-            item.rerank, item.score = raw, value
-        return [head[p] for p in order(combined)]
 
     def _filters(self, f: Filters) -> SearchFilter:
         return SearchFilter(
@@ -394,7 +348,7 @@ class Searcher:
         today, t = self._today(), self._t
         scored: list[tuple[float, str, float, float]] = []
         dated = [(cid, n.date, n.salience) for cid, n in chunk_notes.items()]
-        dated += [(ref, r.date or "", _record_salience(r)) for ref, r in records.items()]
+        dated += [(ref, r.date or "", record_salience(r)) for ref, r in records.items()]
         for item_id, date, salience in dated:
             recency = recency_factor(date, today, t.half_life_days, t.recency_weight)
             factor = salience_factor(salience, t.salience_weight)
@@ -426,67 +380,6 @@ class Searcher:
                 item.attributes.update(start=view.start, end=view.end)
             out.append(item)
         return out
-
-
-def fill_chunk(item: Item, text: str, heading: str) -> None:
-    """A chunk item's text and heading, once read. A document's chunk lies on one page, one
-    message or one stretch of a memo, and its citation names it (``documents.locator``)."""
-    item.text, item.heading = text, heading
-    item.citation += locator(item.path, heading)
-
-
-def chunk_item(chunk_id: str, note: NoteMeta, channels: list[ChannelHit], fused: float) -> Item:
-    """A chunk as a result item, with its note's metadata and no text yet."""
-    return Item(
-        id=chunk_id,
-        kind="chunk",
-        text="",
-        episode_id=note.id,
-        date=note.date,
-        title=note.title,
-        path=note.path,
-        citation=f"[[{note.title}]]",
-        sensitive=note.sensitive,
-        channels=channels,
-        fused=fused,
-        # note_version: the note's fingerprint as indexed, so an answer's evidence bundle can
-        # say which version of the note an excerpt came from (issue 37).
-        attributes={
-            "tags": list(note.tags),
-            "aliases": list(note.aliases),
-            "note_version": note.fingerprint,
-        },
-    )
-
-
-def record_item(record: Record, note: Any, channels: list[ChannelHit], fused: float) -> Item:
-    """A record as a result item; its citation is the note standing for it, if any (SPEC B2)."""
-    kind = {"beliefs": "belief", "observations": "observation"}.get(record.collection, "record")
-    fields = dict(record.fields)
-    title = str(fields.get("name") or fields.get("title") or (note.title if note else record.ref))
-    return Item(
-        id=record.ref,
-        kind=kind,
-        text=record.text,
-        episode_id=note.id if note else "",
-        date=record.date or "",
-        title=title,
-        path=note.path if note else "",
-        citation=f"[[{note.title}]]" if note else record.ref,
-        sensitive=record.sensitive,
-        collection=record.collection,
-        channels=channels,
-        fused=fused,
-        attributes=fields,
-    )
-
-
-def _record_salience(record: Record) -> float:
-    for name in ("salience", "importance", "confidence"):
-        value = record.fields.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return min(max(float(value) / 5 if value > 1 else float(value), 0.0), 1.0)
-    return 0.5
 
 
 async def _nothing(value: _T) -> _T:

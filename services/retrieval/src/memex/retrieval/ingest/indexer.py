@@ -141,7 +141,7 @@ class Indexer:
         if summary.added or summary.updated or summary.removed:
             await note_names.touch(self._store, tenant)
         if held and held != str(vault) and summary.removed:
-            summary.warnings.append(other_vault_warning(held, str(vault), summary.removed))
+            summary.warnings.append(vault_io.other_vault_warning(held, str(vault), summary.removed))
         # Only now is every vector of this model: searches refused until here (check_model).
         await self._store.set_meta(tenant, MODEL_META, model)
         summary.seconds = time.perf_counter() - started
@@ -366,17 +366,6 @@ class Indexer:
         if data is None:
             return documents.Extracted(None, reason)
         return documents.extract(file.path, data)
-
-
-def other_vault_warning(held: str, vault: str, removed: int) -> str:
-    """What a run says when it took the place of another vault: a memory holds one vault (per
-    tenant), and a run removes the notes its folder does not have. That is what "try the demo,
-    then index my notes" wants; two vaults a person means to keep need a tenant each. A vault
-    moved or renamed keeps its notes' relative paths, removes nothing and says nothing."""
-    return (
-        f"this memory held the vault {held}; its {removed} notes that {vault} does not have "
-        "were removed. To keep two vaults, index each as its own tenant (--tenant NAME)"
-    )
 
 
 async def _settle(

@@ -217,3 +217,14 @@ def decode(data: bytes) -> tuple[str, str]:
         except UnicodeDecodeError:  # five bytes cp1252 leaves undefined
             return data.decode("latin-1"), f"{where}; read as Latin-1"
     return data.decode("utf-8-sig", errors="replace"), f"{where}; bad bytes shown as \ufffd"
+
+
+def other_vault_warning(held: str, vault: str, removed: int) -> str:
+    """What a run says when it took the place of another vault: a memory holds one vault (per
+    tenant), and a run removes the notes its folder does not have. That is what "try the demo,
+    then index my notes" wants; two vaults a person means to keep need a tenant each. A vault
+    moved or renamed keeps its notes' relative paths, removes nothing and says nothing."""
+    return (
+        f"this memory held the vault {held}; its {removed} notes that {vault} does not have "
+        "were removed. To keep two vaults, index each as its own tenant (--tenant NAME)"
+    )
