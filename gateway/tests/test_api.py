@@ -12,6 +12,7 @@ from memex.gateway import convert
 from memex.gateway.errors import HTTP_STATUS, http_status
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
+from .support.fakes import FUTURE
 from .support.harness import Gateway
 
 TABLE = {
@@ -135,6 +136,48 @@ def test_search(client: httpx.Client) -> None:
     assert item["channel_scores"] == [{"channel": "vector", "rank": 1, "score": 0.9}]
     assert item["provenance"]["title"] == "Flat lease"
     assert r.json()["turn_id"] == "turn-search"
+
+
+def test_ask_and_search_as_of_a_day_reach_the_orchestrator(
+    client: httpx.Client, gateway: Gateway
+) -> None:
+    """docs/as-of.md: the day goes to the orchestrator, and the answer says which day answered."""
+    r = client.post("/v1/ask", json={"question": "deposit?", "as_of": "2026-02-01"})
+    assert r.status_code == 200 and r.json()["as_of"] == "2026-02-01"
+    assert gateway.orchestrator.ask_requests[-1].as_of == "2026-02-01"
+    assert client.post("/v1/ask", json={"question": "deposit?"}).json()["as_of"] == ""
+    assert gateway.orchestrator.ask_requests[-1].as_of == ""
+    r = client.post("/v1/search", json={"query": "deposit", "as_of": "2026-02-01"})
+    assert r.status_code == 200 and r.json()["items"]
+    assert gateway.orchestrator.reads[-1].filters.as_of == "2026-02-01"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"), [("/v1/ask", {"question": "deposit?"}), ("/v1/search", {"query": "deposit"})]
+)
+def test_an_as_of_that_is_not_a_past_day_is_a_400(
+    client: httpx.Client, gateway: Gateway, path: str, body: dict[str, str]
+) -> None:
+    sent = len(gateway.orchestrator.ask_requests) + len(gateway.orchestrator.reads)
+    for bad in ("tomorrow", "2026-2-1", "2026-02-01T00:00:00Z", " 2026-02-01"):
+        r = client.post(path, json={**body, "as_of": bad})
+        assert r.status_code == 400, bad
+        error = r.json()["error"]
+        assert error["code"] == "INVALID_ARGUMENT" and "as_of" in error["message"], error
+    # Refused by its shape, before the orchestrator was asked.
+    assert len(gateway.orchestrator.ask_requests) + len(gateway.orchestrator.reads) == sent
+    # A day after today has the shape: the orchestrator refuses it, and its words come back.
+    r = client.post(path, json={**body, "as_of": FUTURE})
+    assert r.status_code == 400
+    assert r.json()["error"]["message"].startswith(f"as_of {FUTURE} is in the future")
+
+
+def test_the_spec_documents_as_of_where_it_is_taken(client: httpx.Client) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    for name in ("AskRequest", "SearchRequest"):
+        as_of = schemas[name]["properties"]["as_of"]
+        assert as_of["pattern"] == r"^(\d{4}-\d{2}-\d{2})?$" and "as-of" in as_of["description"]
+    assert "as_of" in schemas["AskResponse"]["properties"]
 
 
 def test_records_query_passes_filters_and_maps_permission(

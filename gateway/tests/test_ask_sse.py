@@ -46,6 +46,17 @@ def test_a_streamed_ask_is_started_deltas_then_the_checked_result(
     assert events[-1][1]["citations"][0]["support"] == "verbatim"
 
 
+def test_a_streamed_ask_as_of_a_day_says_so_in_its_result(
+    client: httpx.Client, gateway: Gateway
+) -> None:
+    events = ask(client, question="How much did Graham return?", as_of="2026-02-01")
+    assert gateway.orchestrator.ask_requests[-1].as_of == "2026-02-01"
+    assert events[-1][0] == "result" and events[-1][1]["as_of"] == "2026-02-01"
+    # A malformed day is refused before the stream starts, as JSON.
+    bad = client.post("/v1/ask", json={"question": "x", "as_of": "soon", "stream": True})
+    assert bad.status_code == 400 and "as_of" in bad.json()["error"]["message"]
+
+
 def test_a_first_draft_set_aside_is_a_redraft_event_before_the_new_draft(
     client: httpx.Client,
 ) -> None:

@@ -96,12 +96,21 @@ class Reads(orchestrator_pb2_grpc.OrchestratorServiceServicer):
 
     async def GetNote(self, request: Any, context: Any) -> opb.GetNoteResponse:
         self.seen.append(request)
-        if request.episode_id != "ep1":
+        if request.episode_id not in ("ep1", "ep1@v1"):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no note {request.episode_id!r}")
+        versions = [
+            opb.NoteVersion(
+                episode_id="ep1@v1",
+                number=1,
+                valid_from="2026-01-10T12:00:00Z",
+                valid_to="2026-03-01T12:00:00Z",
+            ),
+            opb.NoteVersion(episode_id="ep1", number=2, valid_from="2026-03-01T12:00:00Z"),
+        ]
         return opb.GetNoteResponse(
-            episode_id="ep1", title="Flat Deposit", path="home/Flat Deposit.md",
+            episode_id=request.episode_id, title="Flat Deposit", path="home/Flat Deposit.md",
             date="2026-04-28", tags=["home"], text="# Deposit\nGraham returned £1,030.",
-            citation="[[Flat Deposit]]",
+            citation="[[Flat Deposit]]", versions=versions,
         )  # fmt: skip
 
 
@@ -119,7 +128,9 @@ class Orchestrator(Reads):
             await context.abort(grpc.StatusCode.UNAVAILABLE, "the reasoner: GOAWAY received")
         if request.limit < 0:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "limit must be >= 0")
-        return opb.AskResponse(answer="£1,030 came back.", citations=CITATIONS, persona="analyst")
+        return opb.AskResponse(
+            answer="£1,030 came back.", citations=CITATIONS, persona="analyst", as_of=request.as_of
+        )
 
     async def AskStream(self, request: Any, context: Any) -> AsyncIterator[opb.AskStreamResponse]:
         """The same answer, drafted word by word. ``unsure`` drafts an answer the check turns
@@ -274,6 +285,37 @@ async def test_inbox_and_note(stack: Any) -> None:
     assert code == 4 and "NOT_FOUND" in err
 
 
+async def test_search_ask_and_note_as_of_a_day(stack: Any) -> None:
+    """docs/as-of.md: --as-of goes to the orchestrator; an answer says the day on its first line;
+    a note lists its versions."""
+    env, reads, orchestrator = stack
+    code, _, _ = await memex(env, "search", "deposit", "--as-of", "2026-02-01", "--tenant", "t1")
+    assert code == 0
+    assert (reads.seen[-1].filters.as_of, reads.seen[-1].tenant) == ("2026-02-01", "t1")
+    code, out, _ = await memex(env, "ask", "How much?", "--as-of", "2026-02-01", "--tenant", "t1")
+    assert code == 0
+    assert out.startswith("As of 2026-02-01:\n£1,030 came back.\n"), out
+    assert (orchestrator.asks[-1].as_of, orchestrator.asks[-1].tenant) == ("2026-02-01", "t1")
+    code, out, _ = await memex(env, "ask", "How much?", "--as-of", "2026-02-01", "--json")
+    assert json.loads(out)["as_of"] == "2026-02-01"
+    code, out, _ = await memex(env, "ask", "How much?")
+    assert "As of" not in out and orchestrator.asks[-1].as_of == ""
+
+    code, out, _ = await memex(env, "note", "ep1")
+    assert code == 0
+    assert "Versions (docs/as-of.md):\n" in out
+    assert "  v1 2026-01-10T12:00:00Z to 2026-03-01T12:00:00Z  ep1@v1\n" in out
+    assert "  v2 2026-03-01T12:00:00Z to now  ep1 (current)\n" in out
+    code, out, _ = await memex(env, "note", "ep1@v1")
+    assert code == 0 and "ep1@v1 (shown)" in out and reads.seen[-1].episode_id == "ep1@v1"
+    code, out, _ = await memex(env, "note", "ep1", "--json")
+    versions = json.loads(out)["versions"]
+    assert [(v["episode_id"], v["number"], v["valid_to"]) for v in versions] == [
+        ("ep1@v1", 1, "2026-03-01T12:00:00Z"),
+        ("ep1", 2, ""),
+    ]
+
+
 async def test_ask_renders_support_labels(stack: Any) -> None:
     env, _, _ = stack
     code, out, _ = await memex(env, "ask", "How much came back?")
@@ -422,6 +464,8 @@ async def test_ask_on_a_terminal_shows_the_draft_then_what_the_check_changed(sta
     set_aside = "I don't know.\n— that draft is set aside (reading all 3 sources)\n"
     assert set_aside + "£1,030 came back.\n" in screen, screen
     assert "checked against" not in screen  # the new draft stood
+    code, screen = await on_terminal(env, "ask", "How much came back?", "--as-of", "2026-02-01")
+    assert code == 0 and "As of 2026-02-01:\n£1,030 came back." in screen, screen
     code, screen = await on_terminal(env, "ask", "cut off")
     assert code == 1
     assert "£1,030 came back.\n" in screen and "unfinished draft" in screen

@@ -106,6 +106,24 @@ def test_the_cli_prints_or_saves_a_bundle_and_says_what_it_left_out(
     assert "1 sensitive left out (--include-sensitive keeps them)" in shared.stderr
 
 
+def test_a_bundle_as_of_a_day_says_so(gateway: Gateway, tmp_path: Path) -> None:
+    """docs/as-of.md: the bundle records the day whose memory answered; the CLI says it."""
+    response = httpx.get(f"{gateway.url}/v1/evidence/turn-as-of", timeout=30)
+    assert response.status_code == 200 and response.json()["as_of"] == "2026-02-01"
+    assert httpx.get(f"{gateway.url}/v1/evidence/turn-ask", timeout=30).json()["as_of"] == ""
+
+    printed = memex(gateway, tmp_path, "turn-as-of", "--tenant", "alice")
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["as_of"] == "2026-02-01"
+    assert printed.stderr.startswith("As of: 2026-02-01")
+    assert gateway.orchestrator.evidence_requests[-1].tenant == "alice"
+    out = tmp_path / "bundle.json"
+    saved = memex(gateway, tmp_path, "turn-as-of", "-o", str(out))
+    assert saved.stderr.splitlines()[1].startswith("As of: 2026-02-01")
+    now = memex(gateway, tmp_path, "turn-ask")
+    assert now.returncode == 0 and "As of" not in now.stderr
+
+
 def test_the_cli_exit_codes_say_what_went_wrong(gateway: Gateway, tmp_path: Path) -> None:
     missing = memex(gateway, tmp_path, "nothing-here")
     assert missing.returncode == 4 and "NOT_FOUND" in missing.stderr

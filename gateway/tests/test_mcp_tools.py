@@ -62,6 +62,7 @@ class Fake(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             ],
             withheld=1,
             grounding=opb.GroundingReport(cited=2, grounded=2, score=1.0),
+            as_of=request.as_of,
         )
 
     async def Search(self, request: Any, context: Any) -> opb.SearchResponse:
@@ -98,6 +99,11 @@ class Fake(orchestrator_pb2_grpc.OrchestratorServiceServicer):
             episode_id="ep1", title="Flat Deposit", path="home/Flat Deposit.md", tags=["home"],
             text="# Deposit\nGraham returned £1,030.", sections=[section],
             citation="[[Flat Deposit]]",
+            versions=[
+                opb.NoteVersion(episode_id="ep1@v1", number=1, valid_from="2026-01-10T12:00:00Z",
+                                valid_to="2026-03-01T12:00:00Z"),
+                opb.NoteVersion(episode_id="ep1", number=2, valid_from="2026-03-01T12:00:00Z"),
+            ],
         )  # fmt: skip
 
 
@@ -168,6 +174,24 @@ async def test_search_sends_every_filter_and_keeps_provenance(stack: Any) -> Non
     assert hit["citation"] == "[[Flat Deposit]]" and hit["provenance"]["episode_id"] == "ep1"
     assert hit["kind"] == "chunk"
     assert hit["channel_scores"] == [{"channel": "keyword", "rank": 1, "score": 0.0}]
+
+
+async def test_ask_and_search_as_of_a_day(stack: Any) -> None:
+    """docs/as-of.md: the day reaches the orchestrator; the answer says which day answered; a
+    malformed one is the tool's input error, not a call."""
+    settings, fake = stack
+    async with Client(build_server(settings)) as mcp:
+        out = data(await mcp.call_tool("ask", {"question": "deposit?", "as_of": "2026-02-01"}))
+        assert fake.seen[-1].as_of == "2026-02-01" and out["as_of"] == "2026-02-01"
+        data(await mcp.call_tool("search", {"query": "deposit", "as_of": "2026-02-01"}))
+        assert fake.seen[-1].filters.as_of == "2026-02-01"
+        seen = len(fake.seen)
+        assert "as_of" in error_text(await mcp.call_tool("search", {"query": "x", "as_of": "May"}))
+        assert len(fake.seen) == seen
+        tools = {t.name: t for t in (await mcp.list_tools()).tools}
+    for name in ("ask", "search"):
+        schema = tools[name].input_schema["properties"]["as_of"]
+        assert "end of that day" in schema["description"]
 
 
 async def test_sensitive_reads_need_the_setting(stack: Any) -> None:
@@ -266,6 +290,10 @@ async def test_get_note_of_a_citation(stack: Any) -> None:
         assert note["text"].startswith("# Deposit") and note["tags"] == ["home"]
         assert note["sections"] == [
             {"id": "c1", "ordinal": 0, "heading": "Deposit", "start": 0, "end": 9}
+        ]
+        assert [(v["episode_id"], v["valid_to"]) for v in note["versions"]] == [
+            ("ep1@v1", "2026-03-01T12:00:00Z"),
+            ("ep1", ""),
         ]
         missing = error_text(await mcp.call_tool("get_note", {"episode_id": "gone"}))
         assert missing.endswith("not_found: no note 'gone'")

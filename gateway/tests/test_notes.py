@@ -22,6 +22,32 @@ def test_a_note_comes_back_with_its_chunks_offsets(gateway: Gateway) -> None:
     assert note["text"][chunk["start"] : chunk["end"]].startswith("Graham agreed")
 
 
+def test_a_note_lists_its_versions_and_an_earlier_one_reads_by_its_id(gateway: Gateway) -> None:
+    """docs/as-of.md: every version memex kept, oldest first, the current one last."""
+    note = httpx.get(f"{gateway.url}/v1/notes/ep-1", timeout=30).json()
+    assert note["versions"] == [
+        {
+            "episode_id": "ep-1@v1",
+            "number": 1,
+            "valid_from": "2026-01-10T12:00:00Z",
+            "valid_to": "2026-03-01T12:00:00Z",
+        },
+        {"episode_id": "ep-1", "number": 2, "valid_from": "2026-03-01T12:00:00Z", "valid_to": ""},
+    ]
+    earlier = httpx.get(f"{gateway.url}/v1/notes/ep-1@v1", timeout=30)
+    assert earlier.status_code == 200 and "£900" in earlier.json()["text"]
+    assert earlier.json()["episode_id"] == "ep-1@v1"
+    assert gateway.orchestrator.reads[-1].episode_id == "ep-1@v1"
+    spec = httpx.get(f"{gateway.url}/openapi.json", timeout=30).json()["components"]["schemas"]
+    assert set(spec["NoteVersion"]["properties"]) == {
+        "episode_id",
+        "number",
+        "valid_from",
+        "valid_to",
+    }
+    assert spec["Note"]["properties"]["versions"]["items"]["$ref"].endswith("/NoteVersion")
+
+
 def test_an_unknown_note_is_a_404_with_the_error_shape(gateway: Gateway) -> None:
     response = httpx.get(f"{gateway.url}/v1/notes/ep-gone", timeout=30)
     assert response.status_code == 404

@@ -74,6 +74,27 @@ NOTE = {
         {"id": "c0", "ordinal": 0, "heading": "Deal", "start": 0, "end": 9},
         {"id": "c1", "ordinal": 1, "heading": "Deal", "start": 9, "end": 46},
     ],
+    # Edited once (docs/as-of.md): the version before the edit reads as "ep-deposit@v1".
+    "versions": [
+        {
+            "episode_id": "ep-deposit@v1",
+            "number": 1,
+            "valid_from": "2026-01-10T12:00:00Z",
+            "valid_to": "2026-03-01T12:00:00Z",
+        },
+        {
+            "episode_id": "ep-deposit",
+            "number": 2,
+            "valid_from": "2026-03-01T12:00:00Z",
+            "valid_to": "",
+        },
+    ],
+}
+EARLIER = {
+    **NOTE,
+    "episode_id": "ep-deposit@v1",
+    "text": "# Deal\nGraham returns £900.",
+    "sections": [],
 }
 
 
@@ -118,6 +139,7 @@ class Api:
 
     def __init__(self) -> None:
         self.chat_body = ""
+        self.ask_body = ""
         self.chat_status = 200
         self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
         self.turn_states = ["pending", "thinking", "answered"]
@@ -148,6 +170,8 @@ class Api:
                 route.fulfill(status=self.chat_status, json=error)
             else:
                 route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
+        elif path == "/v1/ask":
+            route.fulfill(status=200, body=self.ask_body, content_type="text/event-stream")
         elif path == "/v1/personas":
             if self.personas_status != 200:
                 error = {"error": {"code": "UNAUTHENTICATED", "message": "an API key is required"}}
@@ -157,6 +181,8 @@ class Api:
         elif path == "/v1/notes/ep-deposit":
             self.note_requests.append(request)
             route.fulfill(json=NOTE)
+        elif path == "/v1/notes/ep-deposit%40v1":
+            route.fulfill(json=EARLIER)
         elif path.startswith("/v1/evidence/"):
             self.evidence_urls.append(request.url)
             if path == "/v1/evidence/m1":
@@ -402,6 +428,58 @@ def test_a_citation_link_opens_the_note_with_the_cited_chunk_marked(page: Page, 
     expect(page.get_by_label("Message")).to_be_hidden()
     page.get_by_role("link", name="Back to chat").click()
     expect(page.get_by_label("Message")).to_be_visible()
+
+
+def test_a_message_as_of_a_day_is_asked_for_that_day(page: Page, api: Api) -> None:
+    """docs/as-of.md: chat has no as_of, so with "As of" set the page asks (POST /v1/ask,
+    streamed) and marks the answer with the day; queued turns cannot, so it is off for them."""
+    as_of = page.get_by_label("As of")
+    expect(as_of).to_have_attribute("type", "date")
+    expect(as_of).to_have_value("")
+    result = {
+        "answer": "The service costs £90.",
+        "citations": [{**CITATIONS[0], "episode_id": "ep-deposit@v1", "item_id": "ep-deposit@v1-0"}],
+        "withheld": 0, "persona": "analyst", "model": "smol", "latency_ms": 1500.0,
+        "turn_id": "turn-7", "as_of": "2026-02-01",
+    }  # fmt: skip
+    api.ask_body = sse(
+        ("started", {"model": "smol", "persona": "analyst", "sources": [], "source_paths": []}),
+        ("delta", {"text": "It is £120."}),
+        ("redraft", {"reason": "reading all 2 sources"}),
+        ("delta", {"text": "The service costs £90."}),
+        ("result", result),
+    )
+    as_of.fill("2026-02-01")
+    ask(page, "How much is the boiler service?")
+    answer = page.locator(".message.assistant")
+    expect(answer).to_have_attribute("data-state", "done")
+    expect(answer.locator(".text")).to_have_text("The service costs £90.")
+    expect(answer.locator(".as-of-badge")).to_have_text("as of 2026-02-01")
+    link = answer.get_by_role("link", name="[[Flat Deposit Agreement]]")
+    expect(link).to_have_attribute("href", "/notes/ep-deposit%40v1?chunk=ep-deposit%40v1-0")
+    evidence = answer.get_by_role("link", name="Download evidence")
+    expect(evidence).to_have_attribute("href", "/v1/evidence/turn-7")
+    [sent] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/ask"]
+    assert sent["as_of"] == "2026-02-01" and sent["stream"] is True
+    assert sent["question"] == "How much is the boiler service?"
+    assert not [p for _, p, _, _ in api.requests if p == "/v1/chat"]
+    page.get_by_role("radio", name="Queue").check()
+    expect(as_of).to_be_disabled()
+
+
+def test_the_note_view_lists_the_versions_and_opens_an_earlier_one(page: Page) -> None:
+    page.goto(f"{BASE}/notes/ep-deposit")
+    versions = page.get_by_role("region", name="Versions")
+    expect(versions.get_by_role("listitem")).to_have_count(2)
+    expect(versions.get_by_role("listitem").first).to_have_text("v1 2026-01-10 to 2026-03-01")
+    expect(versions.get_by_role("listitem").last).to_have_text("v2 since 2026-03-01 (current)")
+    expect(versions.locator("[aria-current]")).to_have_text("v2")
+    earlier = versions.get_by_role("link", name="v1")
+    expect(earlier).to_have_attribute("href", "/notes/ep-deposit%40v1")
+    earlier.click()
+    expect(page).to_have_url(f"{BASE}/notes/ep-deposit%40v1")
+    expect(page.locator(".note-text")).to_have_text("# Deal\nGraham returns £900.")
+    expect(versions.get_by_role("link", name="v2")).to_have_attribute("href", "/notes/ep-deposit")
 
 
 def test_an_unknown_note_says_so(page: Page) -> None:

@@ -87,6 +87,7 @@ EVIDENCE: dict[str, Any] = {
     "model": "fake",
     "prompt_version": "v1",
     "persona": "analyst",
+    "as_of": "",
     "conversation_id": "",
     "message_id": "",
     "thread_id": "",
@@ -160,8 +161,20 @@ PERSONAS = pb.ListPersonasResponse(
 )
 
 
+# A day the fakes refuse as the orchestrator refuses a day after today (docs/as-of.md).
+FUTURE = "2999-01-01"
+
+
+def _check_as_of(as_of: str) -> None:
+    if as_of == FUTURE:
+        raise InvalidArgument(
+            f"as_of {as_of} is in the future: leave it out to read memory as it stands now"
+        )
+
+
 def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
     return pb.AskResponse(
+        as_of=request.as_of,
         answer="".join(ANSWER_DRAFT),
         citations=[CITATION],
         persona=request.persona or "analyst",
@@ -183,7 +196,7 @@ def _record(collection: str, fields: dict[str, Any], sensitive: bool = False) ->
 
 class MemoryReads:
     """The orchestrator's memory reads over a fixed set: one person, two inbox items, one note
-    and one sensitive one. Keeps the requests it saw. The read policy itself is tested on the
+    (edited once: two versions) and one sensitive one. Keeps the requests it saw. The read policy itself is tested on the
     real orchestrator (services/orchestrator/tests/test_reads.py, tests/e2e/test_read_policy.py);
     this fake only says no where the policy would."""
 
@@ -232,8 +245,10 @@ class MemoryReads:
             raise PermissionDenied(
                 "note ep-private is marked sensitive; ask with include_sensitive"
             )
-        if request.episode_id not in ("ep-1", "ep-private"):
+        if request.episode_id not in ("ep-1", "ep-1@v1", "ep-private"):
             raise NotFound(f"no note with episode_id {request.episode_id!r}")
+        earlier = request.episode_id == "ep-1@v1"  # the version before an edit (docs/as-of.md)
+        said = "Graham agreed to return £900 of the deposit." if earlier else ITEM.text
         return pb.GetNoteResponse(
             episode_id=request.episode_id,
             title="Flat lease",
@@ -241,10 +256,22 @@ class MemoryReads:
             date="2026-02-01",
             tags=["home"],
             sensitive=request.episode_id == "ep-private",
-            text=f"# Deposit\n{ITEM.text}",
+            text=f"# Deposit\n{said}",
             sections=[pb.NoteSection(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
             citation="[[Flat lease]]",
+            versions=self.VERSIONS if request.episode_id != "ep-private" else [],
         )
+
+    # ep-1's versions: edited once, on 1 March.
+    VERSIONS: ClassVar[list[pb.NoteVersion]] = [
+        pb.NoteVersion(
+            episode_id="ep-1@v1",
+            number=1,
+            valid_from="2026-01-10T12:00:00Z",
+            valid_to="2026-03-01T12:00:00Z",
+        ),
+        pb.NoteVersion(episode_id="ep-1", number=2, valid_from="2026-03-01T12:00:00Z"),
+    ]
 
     MEMO = b"RIFF" + bytes(range(256)) * 1200  # a voice memo's bytes: more than one piece
 
@@ -272,7 +299,8 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
 
     Personas: analyst (ask default), friend (chat default) and a user's own, historian.
 
-    Magic inputs: an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
+    Magic inputs: an ask or a search as of ``FUTURE`` is refused as the orchestrator refuses a
+    day after today; an ask question ``status:NAME`` aborts with that gRPC status, and ``slow``
     waits until cancelled (setting ``ask_cancelled``), before any event when streamed. A
     streamed ask also takes ``fail after`` (started, a word, then UNAVAILABLE), ``second look``
     (a first draft set aside by a redraft, then the answer) and ``slow words`` (started, then
@@ -313,6 +341,7 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
         """What Ask and AskStream do before their first word."""
         self._note_request_id(context)
         self.ask_requests.append(request)
+        _check_as_of(request.as_of)
         if request.question.startswith("status:"):
             await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
         if request.question == "slow":
@@ -427,6 +456,7 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         self.reads.append(request)
+        _check_as_of(request.filters.as_of)
         return pb.SearchResponse(items=[ITEM], turn_id="turn-search")
 
     async def ListConversations(
@@ -554,9 +584,11 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
         self.evidence_requests.append(request)
         if not request.turn_id.strip():
             raise InvalidArgument("turn_id is empty: give the answer's id")
-        if request.turn_id != EVIDENCE["turn_id"]:
+        if request.turn_id not in (EVIDENCE["turn_id"], "turn-as-of"):
             raise NotFound(f"no evidence bundle for answer {request.turn_id!r}")
         bundle = dict(EVIDENCE)
+        if request.turn_id == "turn-as-of":  # an ask as of a day (docs/as-of.md)
+            bundle.update(turn_id="turn-as-of", as_of="2026-02-01")
         left = 0 if request.include_sensitive else 1
         if left:
             bundle["excerpts"] = [

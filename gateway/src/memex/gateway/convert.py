@@ -39,6 +39,7 @@ def ask(reply: opb.AskResponse) -> models.AskResponse:
         model=reply.model,
         latency_ms=reply.latency_ms,
         turn_id=reply.turn_id,
+        as_of=reply.as_of,
     )
 
 

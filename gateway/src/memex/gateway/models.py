@@ -26,6 +26,7 @@ def _integral(value: Any) -> Any:
 
 
 Int = Annotated[int, BeforeValidator(_integral)]
+Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD.")]
 Role = Literal["unspecified", "user", "assistant"]
 TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
 
@@ -88,6 +89,11 @@ class AskRequest(Strict):
         description="true: server-sent events (started, delta..., result) instead of one JSON "
         "answer, so the first words show while the model writes.",
     )
+    as_of: Date = Field(
+        "",
+        description="Answer from the memory as it stood at the end of this day (UTC), with it as "
+        '"today"; empty: now. A day after today is a 400 (docs/as-of.md).',
+    )
 
 
 class CheckedSpecific(BaseModel):
@@ -131,6 +137,7 @@ class AskResponse(BaseModel):
     model: str
     latency_ms: float
     turn_id: str
+    as_of: str = Field("", description='The day whose memory answered; "" for now.')
 
 
 class AskStarted(BaseModel):
@@ -204,9 +211,6 @@ class ChatError(BaseModel):
     message: str
 
 
-Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD.")]
-
-
 class SearchRequest(Strict):
     query: str = Field(min_length=1, max_length=2000)
     limit: Int = Field(0, ge=0, le=100, description="Items to return; 0: the default.")
@@ -222,6 +226,11 @@ class SearchRequest(Strict):
     )
     include_sensitive: bool = Field(
         False, description="Include sensitive items: needs a key granted it (or loopback, no key)."
+    )
+    as_of: Date = Field(
+        "",
+        description="Search the memory as it stood at the end of this day (UTC): the notes and "
+        "records as they were then; empty: now. A day after today is a 400 (docs/as-of.md).",
     )
 
 

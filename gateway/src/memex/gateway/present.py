@@ -222,6 +222,21 @@ class NoteSection(BaseModel):
     end: int
 
 
+class NoteVersion(BaseModel):
+    """One version of a note, and when it held (docs/as-of.md)."""
+
+    episode_id: str = Field(
+        description='"NOTE_ID@vN" for an earlier version (the note route reads it); the note\'s '
+        "own episode id for the current one."
+    )
+    number: int = Field(description="1 for the oldest version memex kept.")
+    valid_from: str = Field(description="ISO 8601 UTC: the file's time when this was indexed.")
+    valid_to: str = Field(
+        description="ISO 8601 UTC: when the next version replaced it, or the note was found "
+        'gone; "" for the current version.'
+    )
+
+
 class Note(BaseModel):
     """A whole note, as a citation links to it."""
 
@@ -234,6 +249,10 @@ class Note(BaseModel):
     sensitive: bool = Field(description="Shown only to a caller that asked and may see it.")
     text: str = Field(description="The note's body, without frontmatter.")
     sections: list[NoteSection]
+    versions: list[NoteVersion] = Field(
+        default_factory=list,
+        description="Every version memex kept, oldest first, the current one last (docs/as-of.md).",
+    )
 
     @classmethod
     def from_proto(cls, r: opb.GetNoteResponse) -> Note:
@@ -250,6 +269,15 @@ class Note(BaseModel):
             sections=[
                 NoteSection(id=s.id, ordinal=s.ordinal, heading=s.heading, start=s.start, end=s.end)
                 for s in r.sections
+            ],
+            versions=[
+                NoteVersion(
+                    episode_id=v.episode_id,
+                    number=v.number,
+                    valid_from=v.valid_from,
+                    valid_to=v.valid_to,
+                )
+                for v in r.versions
             ],
         )
 

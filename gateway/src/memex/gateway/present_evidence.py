@@ -19,6 +19,11 @@ def filename(turn_id: str) -> str:
     return FILENAME.format(turn_id=turn_id)
 
 
+def as_of_line(as_of: str) -> str:
+    """How a person is told which day's memory an answer came from; "" for now."""
+    return f"As of: {as_of} (the memory as it stood at the end of that day)" if as_of else ""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -124,6 +129,11 @@ class EvidenceBundle(_Strict):
     model: str
     prompt_version: str
     persona: str
+    as_of: str = Field(
+        "",
+        description='The day whose memory answered (YYYY-MM-DD, docs/as-of.md); "" for the memory '
+        "as it stood when asked (and in bundles from before as_of existed).",
+    )
     conversation_id: str = Field(description="A chat reply's conversation; else empty.")
     message_id: str = Field(description="A chat reply's message id; else empty.")
     thread_id: str = Field(description="A queued answer's thread; else empty.")

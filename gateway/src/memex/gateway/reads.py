@@ -22,8 +22,10 @@ def filters(
     collections: Sequence[str] = (),
     include_sensitive: bool = False,
     include_contested: bool = False,
+    as_of: str = "",
 ) -> opb.MemoryFilters:
-    """The filters of a read."""
+    """The filters of a read; ``as_of`` (YYYY-MM-DD) reads the memory as it stood at the end of
+    that day (docs/as-of.md)."""
     return opb.MemoryFilters(
         since=since,
         until=until,
@@ -31,6 +33,7 @@ def filters(
         collections=list(collections),
         include_sensitive=include_sensitive,
         include_contested=include_contested,
+        as_of=as_of,
     )
 
 

@@ -59,9 +59,12 @@ class Asked:
     draft: str
 
 
-async def stream_ask(stub: Stub, request: pb.AskRequest, *, live: bool, spin: bool) -> Asked:
+async def stream_ask(
+    stub: Stub, request: pb.AskRequest, *, live: bool, spin: bool, heading: str = ""
+) -> Asked:
     """Asks over AskStream, with a spinner (``spin``) until the first words; with ``live``, prints
-    the draft as the model writes it. Returns the checked answer and the draft shown."""
+    the draft as the model writes it, after ``heading`` (a line of its own, when given). Returns
+    the checked answer and the draft shown."""
     spinner = Spinner("thinking", spin)
     spinner.start()
     shown, reply = "", None
@@ -75,6 +78,9 @@ async def stream_ask(stub: Stub, request: pb.AskRequest, *, live: bool, spin: bo
                     text = event.delta if shown else event.delta.lstrip()
                     if text:
                         await spinner.stop()
+                        if heading:
+                            print(heading, flush=True)
+                            heading = ""
                         shown += text
                         print(text, end="", flush=True)
                 elif kind == "redraft" and live and shown:
@@ -118,22 +124,34 @@ def settle_draft(draft: str, reply: pb.AskResponse) -> None:
         print(f"— dropped from the draft, naming nothing memex showed the model: {dropped}")
 
 
+def as_of_heading(as_of: str) -> str:
+    """The first line of an answer from the memory as of a day; "" for now."""
+    return f"As of {as_of}:" if as_of else ""
+
+
 def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     """One cited answer, streamed: on a terminal the draft shows as the model writes it, then the
-    checked answer where it differs; elsewhere (and with --json) only the checked answer."""
+    checked answer where it differs; elsewhere (and with --json) only the checked answer. With
+    --as-of, from the memory as it stood at the end of that day, which the first line says."""
     if not args.question.strip():
         print("error: ask a question, e.g. memex ask 'when did I move?'", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
     # As the CLI's reads: sensitive notes only when the command says so (issue 11).
     request = pb.AskRequest(
+        tenant=args.tenant,
         question=args.question,
         persona=args.persona,
         limit=args.limit,
         include_sensitive=args.include_sensitive,
+        as_of=args.as_of.strip(),
     )
     live = sys.stdout.isatty() and not args.json
     spin = sys.stderr.isatty() and not args.json
-    asked = run(settings, lambda stub: stream_ask(stub, request, live=live, spin=spin))
+    heading = as_of_heading(request.as_of)
+    asked = run(
+        settings,
+        lambda stub: stream_ask(stub, request, live=live, spin=spin, heading=heading),
+    )
     if isinstance(asked, int):
         return asked
     reply = asked.reply
@@ -143,6 +161,8 @@ def ask(args: argparse.Namespace, settings: StackSettings) -> int:
     if asked.draft:
         settle_draft(asked.draft, reply)
     else:
+        if heading := as_of_heading(reply.as_of or request.as_of):
+            print(heading)
         print(reply.answer)
     if reply.opinion:
         print(f"\nOpinion (not from your notes): {reply.opinion}")

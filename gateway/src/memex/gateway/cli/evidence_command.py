@@ -1,10 +1,11 @@
-"""`memex evidence TURN_ID [--include-sensitive] [-o FILE]`: an answer's evidence bundle (issue
-37; docs/evidence.md), the JSON file a person can keep or share.
+"""`memex evidence TURN_ID [--include-sensitive] [--tenant T] [-o FILE]`: an answer's evidence
+bundle (issue 37; docs/evidence.md), the JSON file a person can keep or share.
 
 The id is whichever the answer has: an ask's turn id (`memex ask` prints it), a chat reply's
 message id (`memex chat --json`, `memex conversations ID --json`) or a queued answer's turn id.
 Without ``-o`` the bundle goes to standard output; with it, to FILE, and a line on standard error
-says what it holds.
+says what it holds. An answer from the memory as of a day (docs/as-of.md) says so on standard
+error too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.gateway.cli import rpc
-from memex.gateway.present_evidence import EvidenceBundle
+from memex.gateway.present_evidence import EvidenceBundle, as_of_line
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
@@ -46,6 +47,7 @@ def add_parser(commands: Any) -> None:
         help="keep sensitive excerpts and an answer that drew on them (placeholders otherwise)",
     )
     parser.add_argument("-o", "--output", type=Path, help="write the bundle to this file")
+    parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
     parser.set_defaults(run=evidence)
 
 
@@ -58,7 +60,9 @@ def evidence(args: argparse.Namespace, settings: StackSettings) -> int:
         print(f"error: {args.output} is a folder: name the file to write", file=sys.stderr)
         return rpc.EXIT_BAD_INPUT
     request = pb.GetEvidenceRequest(
-        turn_id=args.turn_id.strip(), include_sensitive=args.include_sensitive
+        tenant=args.tenant,
+        turn_id=args.turn_id.strip(),
+        include_sensitive=args.include_sensitive,
     )
 
     async def fetch(stub: Stub) -> pb.GetEvidenceResponse:
@@ -77,8 +81,11 @@ def evidence(args: argparse.Namespace, settings: StackSettings) -> int:
         return reply
     bundle = EvidenceBundle.model_validate_json(reply.bundle_json)
     text = json.dumps(bundle.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    as_of = as_of_line(bundle.as_of)
     if args.output is None:
         sys.stdout.write(text)
+        if as_of:
+            print(as_of, file=sys.stderr)
         return rpc.EXIT_OK
     try:
         args.output.write_text(text, encoding="utf-8")
@@ -95,4 +102,6 @@ def evidence(args: argparse.Namespace, settings: StackSettings) -> int:
         f"citations{left}",
         file=sys.stderr,
     )
+    if as_of:
+        print(as_of, file=sys.stderr)
     return rpc.EXIT_OK

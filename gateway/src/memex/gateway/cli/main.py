@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the answer use notes marked sensitive (as reads: left out unless asked)",
     )
+    ask.add_argument(
+        "--as-of",
+        default="",
+        metavar="YYYY-MM-DD",
+        help="answer from your memory as it stood at the end of that day (docs/as-of.md)",
+    )
+    ask.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
     ask.set_defaults(run=ask_commands.ask)
 
     chat = commands.add_parser("chat", help="chat with streamed, cited replies (a session)")

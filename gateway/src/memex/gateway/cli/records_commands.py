@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from memex.gateway import reads
 from memex.gateway.cli import rpc
-from memex.gateway.present import Note, Record, SearchHit, Timeline
+from memex.gateway.present import Note, NoteVersion, Record, SearchHit, Timeline
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
@@ -45,6 +45,12 @@ def add_parsers(commands: Any) -> None:
     search.add_argument("--collection", action="append", default=[], help="record collection")
     search.add_argument("--contested", action="store_true", help="include contested beliefs")
     search.add_argument("--explain", action="store_true", help="show why each result ranked")
+    search.add_argument(
+        "--as-of",
+        default="",
+        metavar="YYYY-MM-DD",
+        help="search your memory as it stood at the end of that day (docs/as-of.md)",
+    )
     _common(search)
     search.set_defaults(run=search_command)
 
@@ -79,7 +85,10 @@ def add_parsers(commands: Any) -> None:
     inbox.set_defaults(run=inbox_command)
 
     note = commands.add_parser("note", help="show a cited note by its episode id")
-    note.add_argument("episode_id", help="a citation's episode_id (see `memex ask --json`)")
+    note.add_argument(
+        "episode_id",
+        help="a citation's episode_id (see `memex ask --json`); NOTE_ID@vN: an earlier version",
+    )
     _common(note)
     note.set_defaults(run=note_command)
 
@@ -173,6 +182,7 @@ def search_command(args: argparse.Namespace, settings: StackSettings) -> int:
                 collections=args.collection,
                 include_sensitive=args.include_sensitive,
                 include_contested=args.contested,
+                as_of=args.as_of.strip(),
             ),
         )
     except ValueError as exc:
@@ -274,8 +284,17 @@ def inbox_command(args: argparse.Namespace, settings: StackSettings) -> int:
     return rpc.EXIT_OK
 
 
+def version_line(version: NoteVersion, shown: str) -> str:
+    """One version of a note: its number, when it held, its id; the current one and the one
+    shown (``shown``: the shown note's episode id) marked."""
+    until = version.valid_to or "now"
+    marks = " (current)" if not version.valid_to else ""
+    marks += " (shown)" if version.episode_id == shown and version.valid_to else ""
+    return f"  v{version.number} {version.valid_from} to {until}  {version.episode_id}{marks}"
+
+
 def note_command(args: argparse.Namespace, settings: StackSettings) -> int:
-    """Prints a note: its title, path, date and tags, then its text."""
+    """Prints a note: its title, path, date and tags, then its text, then its versions."""
     request = opb.GetNoteRequest(
         tenant=args.tenant, episode_id=args.episode_id, include_sensitive=args.include_sensitive
     )
@@ -290,4 +309,8 @@ def note_command(args: argparse.Namespace, settings: StackSettings) -> int:
     print(f"{note.citation}  {note.path}  {note.date}{tags}")
     print()
     print(note.text.rstrip())
+    if note.versions:
+        print("\nVersions (docs/as-of.md):")
+        for version in note.versions:
+            print(version_line(version, note.episode_id))
     return rpc.EXIT_OK

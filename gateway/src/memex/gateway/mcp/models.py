@@ -28,6 +28,7 @@ class AskResult(BaseModel):
     model: str
     grounding_score: float = Field(description="share of the model's citations that held up")
     latency_ms: float
+    as_of: str = Field("", description='the day whose memory answered; "" for now')
 
     @classmethod
     def from_proto(cls, r: orchestrator_pb2.AskResponse) -> AskResult:
@@ -42,6 +43,7 @@ class AskResult(BaseModel):
             model=r.model,
             grounding_score=r.grounding.score,
             latency_ms=r.latency_ms,
+            as_of=r.as_of,
         )
 
 

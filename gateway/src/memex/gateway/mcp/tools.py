@@ -35,6 +35,14 @@ Sensitive = Annotated[
     bool,
     Field(description="include items marked sensitive (only if the user allowed it)"),
 ]
+AsOf = Annotated[
+    str,
+    Field(
+        pattern=r"^(\d{4}-\d{2}-\d{2})?$",
+        description="YYYY-MM-DD: read the memory as it stood at the end of that day (the notes "
+        "as they were then, before later edits); empty = now. Not a day after today.",
+    ),
+]
 NOT_ALLOWED = (
     "sensitive items are not shared with MCP clients here; the user can allow it by setting "
     "MEMEX_MCP_ALLOW_SENSITIVE=true in the MCP server's environment. Without include_sensitive "
@@ -80,12 +88,14 @@ class Tools:
             int, Field(ge=0, le=50, description="items the answer may draw on; 0 = default (8)")
         ] = 0,
         include_sensitive: Sensitive = False,
+        as_of: AsOf = "",
     ) -> AskResult:
         """Answer a question from the user's personal memory (notes, records, beliefs), with
         citations. Each citation says how the source supports the claim: verbatim, paraphrase, or
         inference ("reading between the lines"). `abstained` is true when memory holds no answer.
         Notes marked sensitive are withheld from the answer (counted in `withheld`) unless
-        include_sensitive is set and the user allowed it."""
+        include_sensitive is set and the user allowed it. With as_of, the answer is what memory
+        held at the end of that day ("what did I know then?"), with that day as today."""
         # The answer's text and quotes come back to this client, typically a cloud model: the
         # read rule applies, so the orchestrator withholds sensitive notes unless allowed.
         request = orchestrator_pb2.AskRequest(
@@ -93,6 +103,7 @@ class Tools:
             persona=persona,
             limit=limit,
             include_sensitive=self._sensitive(include_sensitive),
+            as_of=as_of,
         )
         call = asyncio.ensure_future(self.stack.orchestrator(lambda stub: stub.Ask(request)))
         # An ask on a local CPU model takes a while: progress keeps a client that asked for it
@@ -123,10 +134,13 @@ class Tools:
             list[str], Field(description="only records of these collections (notes kept)")
         ] = [],  # noqa: B006
         include_sensitive: Sensitive = False,
+        as_of: AsOf = "",
     ) -> SearchResult:
         """Hybrid search (semantic, keyword and entity graph) over the user's memory. Each hit
         carries the citation to use for it, its provenance (note title, path, heading, date) and
-        the text found, with how each channel ranked it."""
+        the text found, with how each channel ranked it. With as_of, the memory as it stood at
+        the end of that day: a note's earlier version is a hit whose episode_id is
+        "NOTE_ID@vN" (get_note reads it)."""
         request = reads.search(
             query,
             k=k,
@@ -137,6 +151,7 @@ class Tools:
                 tags=tags,
                 collections=collections,
                 include_sensitive=self._sensitive(include_sensitive),
+                as_of=as_of,
             ),
         )
         reply = await self.stack.orchestrator(lambda stub: stub.Search(request))
@@ -210,12 +225,18 @@ class Tools:
     async def get_note(
         self,
         episode_id: Annotated[
-            str, Field(min_length=1, description="a citation's or a search hit's episode_id")
+            str,
+            Field(
+                min_length=1,
+                description="a citation's or a search hit's episode_id; \"NOTE_ID@vN\" for an "
+                "earlier version",
+            ),
         ],
         include_sensitive: Sensitive = False,
     ) -> Note:
         """The whole note a citation points to: title, path, date, tags and its text, to read
-        the cited passage in context."""
+        the cited passage in context, and its versions (oldest first, the current one last),
+        each with when it held and the episode_id that reads it."""
         request = orchestrator_pb2.GetNoteRequest(
             episode_id=episode_id, include_sensitive=self._sensitive(include_sensitive)
         )

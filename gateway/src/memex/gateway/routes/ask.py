@@ -47,13 +47,15 @@ async def ask(
 ) -> models.AskResponse | StreamResponse:
     """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation.
     Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403),
-    the rule of reads: the answer and its quotes go to the caller."""
+    the rule of reads: the answer and its quotes go to the caller. With `as_of`, the answer comes
+    from the memory as it stood at the end of that day (docs/as-of.md)."""
     question = opb.AskRequest(
         tenant=tenant,
         question=body.question,
         persona=body.persona,
         limit=body.limit,
         include_sensitive=sensitive_grant(request, body.include_sensitive),
+        as_of=body.as_of,
     )
     if body.stream:
         streaming = c.orchestrator.AskStream(
@@ -81,13 +83,16 @@ async def search(
     request: Request,
 ) -> models.SearchResponse:
     """Vector, keyword and graph search fused, with each channel's rank and score per item.
-    Sensitive items only with `include_sensitive` and a caller allowed them (else 403)."""
+    Sensitive items only with `include_sensitive` and a caller allowed them (else 403). With
+    `as_of`, the memory as it stood at the end of that day: an earlier version of a note is a
+    hit whose `provenance.episode_id` is "NOTE_ID@vN" (docs/as-of.md)."""
     where = reads.filters(
         since=body.since,
         until=body.until,
         tags=body.tags,
         collections=body.collections,
         include_sensitive=sensitive_grant(request, body.include_sensitive),
+        as_of=body.as_of,
     )
     reply = await c.orchestrator.Search(
         reads.search(

@@ -40,7 +40,11 @@ async def get_note(
     c: ClientsDep,
     tenant: TenantDep,
     request: Request,
-    episode_id: str = Path(min_length=1, max_length=256, description="A citation's episode_id."),
+    episode_id: str = Path(
+        min_length=1,
+        max_length=256,
+        description='A citation\'s episode_id; "NOTE_ID@vN" for an earlier version.',
+    ),
     include_sensitive: bool = Query(
         False,
         description="Needed to read a note marked sensitive (403 without it); allowed to a key "
@@ -48,7 +52,9 @@ async def get_note(
     ),
 ) -> Note:
     """The note a citation's episode_id names, with its sections' offsets so the cited one can
-    be marked; 404 when the note is no longer indexed."""
+    be marked, and every version memex kept with when each held (`versions`, oldest first; an
+    earlier one's episode_id reads it here: docs/as-of.md); 404 when the note is no longer
+    indexed."""
     reply = await c.orchestrator.GetNote(
         opb.GetNoteRequest(
             tenant=tenant,

@@ -1,4 +1,5 @@
-// The note view (/notes/{episode_id}?chunk={item_id}): a cited note, with the cited chunk marked.
+// The note view (/notes/{episode_id}?chunk={item_id}): a cited note, with the cited chunk marked,
+// and the note's versions (docs/as-of.md), each earlier one linked to its own view.
 
 import { ApiError, getJson, noteFileUrl } from "./api.js";
 import { el } from "./render.js";
@@ -23,6 +24,33 @@ function body(note, chunkId) {
     part(0, chunk.start),
     mark,
     part(chunk.end, chars.length),
+  );
+}
+
+/**
+ * The note's versions, oldest first, each with when it held (UTC days); every one but the shown
+ * one links to its own view ("NOTE_ID@vN" for an earlier one). Null when none are listed.
+ */
+function versions(note) {
+  const list = note.versions || [];
+  if (!list.length) return null;
+  const items = list.map((v) => {
+    const label = `v${v.number}`;
+    const name =
+      v.episode_id === note.episode_id
+        ? el("strong", { "aria-current": "page" }, label)
+        : el("a", { href: `/notes/${encodeURIComponent(v.episode_id)}` }, label);
+    const from = el("time", { datetime: v.valid_from }, (v.valid_from || "").slice(0, 10));
+    const held = v.valid_to
+      ? [from, " to ", el("time", { datetime: v.valid_to }, v.valid_to.slice(0, 10))]
+      : ["since ", from, " (current)"];
+    return el("li", {}, name, " ", ...held);
+  });
+  return el(
+    "section",
+    { class: "versions", "aria-labelledby": "versions-heading" },
+    el("h3", { id: "versions-heading" }, "Versions"),
+    el("ol", {}, ...items),
   );
 }
 
@@ -117,6 +145,8 @@ export async function showNote(episodeId) {
     );
     if (file) article.append(file);
     article.append(body(note, chunkId));
+    const kept = versions(note);
+    if (kept) article.append(kept);
     document.title = `${note.title || "Note"} — memex`;
     document.getElementById("cited")?.scrollIntoView({ block: "center" });
   } catch (err) {

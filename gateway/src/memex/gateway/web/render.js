@@ -118,6 +118,15 @@ export function renderError(message, code, text) {
   );
 }
 
+/** Marks an answer given from the memory as of a day (docs/as-of.md) beside its "memex". */
+export function renderAsOf(message, day) {
+  message.querySelector(".as-of-badge")?.remove();
+  if (!day) return;
+  const badge = el("span", { class: "as-of-badge" }, `as of ${day}`);
+  badge.title = "Answered from your notes as they stood at the end of that day";
+  message.querySelector(".who").append(" ", badge);
+}
+
 /** A small line under an answer: model, persona, latency. */
 export function renderMeta(message, parts) {
   let line = message.querySelector(".meta");
