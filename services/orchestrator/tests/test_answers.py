@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.answers import (
-    RefStream,
-    declines,
-    grade,
-    informative,
-    numbers,
-    on_topic,
-    read,
-    rewrite,
-)
+from memex.orchestrator.answer.grading import grade
+from memex.orchestrator.answer.judging import informative, on_topic
+from memex.orchestrator.answer.numbers import numbers, rewrite
+from memex.orchestrator.answer.reading import declines, read
+from memex.orchestrator.answer.streams import RefStream
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import segments
 from memex.orchestrator.sources import Source

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from memex.orchestrator.ask import Asker, Draft, Finished, Redraft, Started
+from memex.orchestrator.ask import Asker
+from memex.orchestrator.ask_events import Draft, Finished, Redraft, Started
 from memex.orchestrator.briefing import CITE_REMINDER, EMPTY_MEMORY_ANSWER, today_line
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.policy import scope

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.answers import ClaimGate, ReplyStream, read
+from memex.orchestrator.answer.reading import read
+from memex.orchestrator.answer.streams import ClaimGate, ReplyStream
 from memex.orchestrator.claim_check import Shown, holds, specifics, verdicts
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import segments

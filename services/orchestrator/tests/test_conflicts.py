@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator import conflicts
-from memex.orchestrator.answers import read
+from memex.orchestrator.answer.reading import read
 from memex.orchestrator.chat import Citations, Delta
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import segments

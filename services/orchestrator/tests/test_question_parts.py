@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.answers import Reading, unaddressed_parts
+from memex.orchestrator.answer.judging import unaddressed_parts
+from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.items import GroundingReport
 from memex.orchestrator.question_parts import question_parts
 

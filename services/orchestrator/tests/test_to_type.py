@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memex.orchestrator.answers import read
+from memex.orchestrator.answer.reading import read
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.lexical import segments
 from memex.orchestrator.sources import Source

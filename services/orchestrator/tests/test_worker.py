@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
-from memex.orchestrator.ask import AskResult
+from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import Turn

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.ask import AskResult
+from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.items import Citation
 from memex.orchestrator.store import Conversation, LoggedAsk, Message, Thread, Turn
 from memex.orchestrator.v1 import orchestrator_pb2 as pb

@@ -2,7 +2,7 @@
 
 By default an ask is one model call: search the question → numbered sources within a token
 budget → the model answers in prose, citing sources by number, streamed → memex grounds and
-grades the numbers itself (``answers.py``). On a CPU too slow to read the whole briefing quickly,
+grades the numbers itself (``answer/``). On a CPU too slow to read the whole briefing quickly,
 the call first reads only the best sources (what it prefills in ``ask_first_pass_seconds``), and
 its answer streams. One that does not rest on them is set aside and asked again over the whole
 briefing, whose start is the first prompt, so the model reads only what was added. One that does
@@ -21,46 +21,29 @@ nothing fall back to searching the question. A persona may add reframe, seek-cou
 revise stages, each one more audited model call.
 
 The stages ask shares with chat (check, retrieve, brief, generate and filter, police, record) are
-``pipeline.py``'s; ask's own (the persona's extra calls, when to abstain) are ``ask_stages.py``'s.
-Ask serves Ask, AskStream and the queued-turn worker alike.
+``pipeline.py``'s; ask's own (the persona's extra calls, when to abstain) are ``ask_stages.py``'s;
+the calls that write, weigh and settle its answer are ``ask_answer.py``'s, and what it yields
+(the result, the streamed events) is ``ask_events.py``'s. ``Asker`` runs them in order; it serves
+Ask, AskStream and the queued-turn worker alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 
 from memex.orchestrator import as_of as as_of_day
-from memex.orchestrator import conflicts
-from memex.orchestrator.answers import (
-    Reading,
-    ReplyStream,
-    figures,
-    informative,
-    read_reply,
-    strength,
-    unaddressed_parts,
-)
-from memex.orchestrator.ask_stages import (
-    MAX_QUESTION_CHARS,
-    PersonaCalls,
-    abstain_reason,
-    abstention,
-)
+from memex.orchestrator.answer.judging import unaddressed_parts
+from memex.orchestrator.answer.reading import Reading
+from memex.orchestrator.ask_answer import Answerer
+from memex.orchestrator.ask_events import AskEvent, AskResult, Draft, Finished, Redraft, Started
+from memex.orchestrator.ask_stages import MAX_QUESTION_CHARS, PersonaCalls, abstain_reason
 from memex.orchestrator.audit import AuditedReasoner, tenant_var
-from memex.orchestrator.briefing import (
-    EMPTY_MEMORY_ANSWER,
-    answer_messages,
-    part_messages,
-    revise_messages,
-)
+from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER, answer_messages
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.items import Citation, GroundingReport, ShownItem, note_path
-from memex.orchestrator.lexical import terms
+from memex.orchestrator.items import GroundingReport, note_path
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
@@ -69,78 +52,10 @@ from memex.orchestrator.metrics import (
     WITHHELD,
     timed,
 )
-from memex.orchestrator.persona import Persona, Personas
+from memex.orchestrator.persona import Personas
 from memex.orchestrator.pipeline import Pipeline, checked, dated_search
 from memex.orchestrator.planner import Plan, Step
-from memex.orchestrator.ports import ChatMessage, GenerateOptions
-from memex.orchestrator.sources import Source
 from memex.shared.errors import InvalidArgument
-
-# Greedy: the same question over the same notes gets the same answer, so `memex eval --replay`
-# shows what a change did rather than what sampling did.
-ANSWER_TEMPERATURE = 0.0
-FIRST_WORDS = "ask_first_words"  # the stage timing when an ask's first words reach the reader
-MAX_PART_CALLS = 2  # parts of a compound question asked for again, at most, per ask
-
-
-@dataclass
-class AskResult:
-    """The structured result of an ask (SPEC B8)."""
-
-    answer: str
-    citations: list[Citation]
-    persona: str
-    grounding: GroundingReport
-    abstained: bool
-    stages: list[str]
-    reframed_question: str = ""
-    opinion: str = ""
-    withheld: int = 0
-    model: str = ""
-    latency_ms: float = 0.0
-    turn_id: str = ""
-    as_of: str = ""
-    """The day whose memory answered (YYYY-MM-DD); "" for now (docs/as-of.md)."""
-    dropped_steps: list[str] = field(default_factory=list)
-    # "", "empty", "withheld", "declined", "uncited", "ungrounded", "unsupported", "off_topic"
-    # or "uninformative"
-    abstain_reason: str = ""
-
-
-@dataclass(frozen=True)
-class Started:
-    """The sources are chosen and the model is about to write."""
-
-    model: str
-    persona: str
-    sources: list[str]
-    source_paths: list[str]  # each source's note path, "" for a record
-
-
-@dataclass(frozen=True)
-class Draft:
-    """Answer text as the model writes it, source numbers already read as refs (unchecked)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Redraft:
-    """The draft so far is set aside: the first pass did not stand, and the model now reads the
-    whole briefing; or it stood, but the whole briefing answered otherwise. Drafts after this
-    start a new answer."""
-
-    reason: str
-
-
-@dataclass(frozen=True)
-class Finished:
-    """The checked answer; always the last event."""
-
-    result: AskResult
-
-
-AskEvent = Started | Draft | Redraft | Finished
 
 
 class Asker:
@@ -157,6 +72,7 @@ class Asker:
         self._personas = personas
         self._p = pipeline
         self._calls = PersonaCalls(reasoner, settings)  # reframe, plan, counter-evidence
+        self._answerer = Answerer(pipeline.generator, settings)  # the answer's own calls
 
     async def ask(
         self,
@@ -315,7 +231,7 @@ class Asker:
                 # the first pass, streamed: a draft that does not stand is set aside (Redraft)
                 quick: Reading | None = None
                 with timed("synthesize"):
-                    async for piece in self._answer(
+                    async for piece in self._answerer.answer(
                         query,
                         answer_messages(persona, first, query),
                         first,
@@ -328,21 +244,21 @@ class Asker:
                             yield piece
                         else:
                             quick = piece
-                assert quick is not None  # _answer always ends with its reading
+                assert quick is not None  # Answerer.answer always ends with its reading
                 stages += ["synthesize", "ground_check"]
-                if self._stands(query, quick, first):
+                if self._answerer.stands(query, quick, first):
                     reading, sources = quick, first
                     if self._settings.ask_confirm_first_pass:
                         stages.append("confirm")
                         with timed("confirm"):
-                            whole = await self._read(
+                            whole = await self._answerer.read(
                                 query,
                                 answer_messages(persona, briefing, query),
                                 briefing,
                                 persona,
                                 withheld,
                             )
-                        if not self._confirms(query, quick, whole, briefing):
+                        if not self._answerer.confirms(query, quick, whole, briefing):
                             stages.append("replace")
                             reading, sources = whole, briefing
                             if drafted:
@@ -356,9 +272,10 @@ class Asker:
                     if drafted:  # the reader is told the draft they saw goes
                         yield Redraft(f"reading all {len(sources)} sources")
             if reading is None:
-                # generate and filter, then police (``_answer``), then ask's own abstention rules
+                # generate and filter, then police (``Answerer.answer``), then ask's own
+                # abstention rules
                 with timed("synthesize"):
-                    async for piece in self._answer(
+                    async for piece in self._answerer.answer(
                         query,
                         answer_messages(persona, sources, query),
                         sources,
@@ -371,13 +288,13 @@ class Asker:
                         else:
                             reading = piece
                 stages += ["synthesize", "ground_check"]
-            assert reading is not None  # _answer always ends with its reading
+            assert reading is not None  # Answerer.answer always ends with its reading
             if not abstain_reason(query, reading, sources, self._settings.abstain_below):
                 missing = unaddressed_parts(query, reading)
                 if missing:
                     stages.append("answer_parts")
                     with timed("answer_parts"):
-                        whole = await self._answer_parts(
+                        whole = await self._answerer.answer_parts(
                             query, missing, reading, sources, persona, withheld
                         )
                     # The reader sees the added sentences follow the answer; were it read
@@ -392,9 +309,11 @@ class Asker:
                 stages.append("reanchor")
             if "revise" in persona.stages:
                 with timed("revise"):
-                    reading = await self._revise(query, sources, persona, reading, withheld)
+                    reading = await self._answerer.revise(
+                        query, sources, persona, reading, withheld
+                    )
                 stages.append("revise")
-            self._settle(result, query, reading, sources)
+            self._answerer.settle(result, query, reading, sources)
         elif withheld:
             result.answer = "Only sensitive notes match this question, and they were withheld."
             result.abstain_reason = "withheld"
@@ -418,175 +337,6 @@ class Asker:
             sources=sources,
         )
         yield Finished(result)
-
-    def _stands(self, question: str, reading: Reading, sources: list[Source]) -> bool:
-        """Whether a first pass's answer is the answer: it would not abstain, and at least one
-        citation holds half its claim or more (not only an inference)."""
-        reason = abstain_reason(question, reading, sources, self._settings.abstain_below)
-        return not reason and any(c.support != "inference" for c in reading.citations)
-
-    def _confirms(
-        self, question: str, draft: Reading, whole: Reading, sources: list[Source]
-    ) -> bool:
-        """Whether the first pass's draft stays the answer after the whole briefing was read:
-        that answer stands too, and either says the same (the same notes cited, the same
-        figures) or rests on its sources less well than the draft does (inference against a
-        paraphrase: "11 pieces survived" against the draft's "7 survived", which the note says
-        word for word). A whole-briefing answer that would abstain replaces the draft only when
-        the model declined (the notes do not answer: the draft was a guess); one that is only
-        broken (uncited, cut by the claim check, off the question) says nothing against it,
-        and replacing the draft with its abstention was 3 of the til vault's 64 answers."""
-        reason = abstain_reason(question, whole, sources, self._settings.abstain_below)
-        if reason:
-            return reason != "declined"
-        same = {c.ref for c in draft.citations} == {c.ref for c in whole.citations} and (
-            figures(draft.claims) == figures(whole.claims)
-        )
-        return same or strength(whole) < strength(draft)
-
-    async def _read(
-        self,
-        question: str,
-        messages: list[ChatMessage],
-        sources: list[Source],
-        persona: Persona,
-        withheld: list[ShownItem],
-    ) -> Reading:
-        """One unstreamed answer to ``messages`` over ``sources``, and what checking makes of
-        it."""
-        reading: Reading | None = None
-        async for piece in self._answer(question, messages, sources, persona, withheld, None):
-            if isinstance(piece, Reading):
-                reading = piece
-        assert reading is not None  # _answer always ends with its reading
-        return reading
-
-    def _settle(
-        self, result: AskResult, question: str, reading: Reading, sources: list[Source]
-    ) -> None:
-        """Abstain unless the answer rests on a source (SPEC B10); name the closest notes."""
-        result.grounding = reading.report
-        reason = abstain_reason(question, reading, sources, self._settings.abstain_below)
-        result.abstained = bool(reason)
-        result.abstain_reason = reason
-        if result.abstained:
-            result.citations = []
-            result.answer = abstention(sources)
-        else:
-            differ = conflicts.find(reading, sources, question)
-            result.citations = conflicts.citations(differ, reading.citations)
-            result.answer = (
-                reading.answer
-                + conflicts.said(differ)
-                + "".join(
-                    f"\n\nAs your note writes it: `{line}` {ref}" for line, ref in reading.to_type
-                )
-                + "".join(
-                    f"\n\nYour notes don't answer this part: {part}"
-                    for part in reading.unanswered_parts
-                )
-            )
-
-    async def _answer(
-        self,
-        question: str,
-        messages: list[ChatMessage],
-        sources: list[Source],
-        persona: Persona,
-        withheld: list[ShownItem],
-        started: float | None,
-    ) -> AsyncGenerator[Draft | Reading, None]:
-        """Generate and filter, then police: streams the model's answer to ``question`` as
-        Drafts, then yields what checking makes of it. The first words are timed from
-        ``started`` (None: a revision, not timed)."""
-        reply = ReplyStream(sources, question)
-        generated = self._p.generator.stream(
-            reply,
-            purpose="ask_synthesize",
-            persona=persona.name,
-            messages=messages,
-            options=GenerateOptions(
-                max_tokens=self._settings.ask_max_tokens, temperature=ANSWER_TEMPERATURE
-            ),
-            withheld=withheld,
-            first_words=FIRST_WORDS,
-            started=started,
-        )
-        async with contextlib.aclosing(generated):
-            async for text in generated:
-                yield Draft(text)
-        with timed("ground_check"):
-            reading = reply.read()
-        yield reading
-
-    async def _answer_parts(
-        self,
-        question: str,
-        parts: list[str],
-        reading: Reading,
-        sources: list[Source],
-        persona: Persona,
-        withheld: list[ShownItem],
-    ) -> Reading:
-        """Asks again for each part of a compound question the answer left out, in one short
-        call each over the same sources (the prompt starts as the answer's did, so the model
-        reads only the part). An answer to the part that stands is read together with the
-        first answer, the claim check and all; a part the model declines, or fills with what no
-        source holds, is named as one the notes do not answer, never filled in."""
-        unanswered = list(reading.unanswered_parts)
-        for part in parts[:MAX_PART_CALLS]:
-            extra = await self._read(
-                question,
-                part_messages(persona, sources, question, reading.answer, part),
-                sources,
-                persona,
-                withheld,
-            )
-            stands = (
-                extra.citations
-                and not extra.main_unsupported
-                and not abstain_reason(part, extra, sources, self._settings.abstain_below)
-                and informative(f"{part}\n{reading.answer}", extra)  # not said again
-            )
-            if stands:
-                whole = read_reply(
-                    f"{reading.raw.rstrip()} {extra.raw.strip()}", "", sources, question
-                )
-                if len(whole.claims) > len(reading.claims) and not abstain_reason(
-                    question, whole, sources, self._settings.abstain_below
-                ):
-                    reading = whole
-                    continue
-            asked = set(terms(part))
-            shares = asked & set(terms(reading.answer))
-            if (extra.declined or extra.dropped_claims) and asked and not shares:
-                # The notes do not say, or what the model wrote for it is in no source: said
-                # plainly. Not when the answer shares a word with the part ("to show what
-                # would be synced, add -v"): a sentence may answer it in words that tie it to
-                # another part, and a small model declines a part it has just answered. Nor for
-                # a part with no word of its own ("Why?"), for the same reason.
-                unanswered.append(part)
-        return dataclasses.replace(
-            reading,
-            unanswered_parts=tuple(dict.fromkeys([*reading.unanswered_parts, *unanswered])),
-        )
-
-    async def _revise(
-        self,
-        question: str,
-        sources: list[Source],
-        persona: Persona,
-        draft: Reading,
-        withheld: list[ShownItem],
-    ) -> Reading:
-        weak = [c.ref for c in draft.citations if c.support == "inference"]
-        problems = (
-            f"{draft.report.grounded} of {draft.report.cited} source numbers named a source "
-            f"shown; these did not: {', '.join(draft.report.dropped) or 'none'}; weakly "
-            f"supported: {', '.join(weak) or 'none'}."
-        )
-        messages = revise_messages(persona, sources, question, draft.answer, problems)
-        return await self._read(question, messages, sources, persona, withheld)
 
 
 def _count(result: AskResult) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 
-from memex.orchestrator.answers import SUPPORTED_AT, Reading, cited_notes, informative, on_topic
+from memex.orchestrator.answer.grading import SUPPORTED_AT
+from memex.orchestrator.answer.judging import cited_notes, informative, on_topic
+from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.asked_kind import asked_kind, gives_kind
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.config import OrchestratorSettings

@@ -2,7 +2,7 @@
 
 The protocol is built for a 0.5-1.5B model: write prose, put a source's number after each fact.
 No ids to copy, no JSON, no quotes to reproduce: memex grounds and grades the numbers itself
-(``answers.py``). The instructions come first and never change for a persona, so the reasoner's
+(``answer/``). The instructions come first and never change for a persona, so the reasoner's
 prompt cache can keep them between calls.
 """
 

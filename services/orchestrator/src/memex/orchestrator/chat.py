@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 
 from memex.orchestrator import conflicts
-from memex.orchestrator.answers import ReplyStream
+from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_stages import abstention
 from memex.orchestrator.audit import tenant_var
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt

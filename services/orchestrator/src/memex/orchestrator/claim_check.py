@@ -1,13 +1,13 @@
 """The claim check (issue 35): every specific an answer states must be in a source it cites.
 
-A small model that has the right note in front of it still writes a version, a price, a flag or
-a command that the note does not hold: a neighbouring procedure's, or one it made up. Grading
-(``answers.py``) weighs a claim's words; this check is stricter and as mechanical as SPEC B10.
-The specifics of a sentence (numbers with their units, versions, dates, code spans, commands and
-flags, identifiers, key combinations, paths, proper names) are found by their form, not by any
+A small model that has the right note in front of it still writes a version, a price, a flag or a
+command that the note does not hold: a neighbouring procedure's, or one it made up. Grading
+(``answer/grading.py``) weighs a claim's words; this check is stricter and as mechanical as SPEC
+B10. The specifics of a sentence (numbers with their units, versions, dates, code spans, commands
+and flags, identifiers, key combinations, paths, proper names) are found by their form, not by any
 vocabulary, and each must occur, normalised, in what the model was shown of a source the answer
 cites: its excerpt and its header. A sentence with a specific that no cited source holds is not
-shown as fact; the reader drops it (``answers.read``).
+shown as fact; the reader drops it (``answer/check.py``).
 
 Normalisation: case folded, whitespace squashed, Markdown's code marks and emphasis dropped,
 figures read as ``lexical.terms`` reads them (``1,030`` is ``1030``, ``three`` is ``3``), a

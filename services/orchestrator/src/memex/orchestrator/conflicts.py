@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.orchestrator.answers import Reading
+from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.claim_check import specifics
 from memex.orchestrator.items import Citation, note_path
 from memex.orchestrator.lexical import figure_form, is_number, names, segments, terms

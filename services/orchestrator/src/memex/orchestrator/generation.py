@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, Sequence
 
-from memex.orchestrator.answers import ReplyStream
+from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.audit import AuditedReasoner, StopGenerating
 from memex.orchestrator.items import ShownItem
 from memex.orchestrator.metrics import STAGE_SECONDS

@@ -9,7 +9,7 @@ service starts (``service.build_orchestrator``):
 - brief: ``Briefer`` (numbered sources within a token budget, from settings and reasoner info);
 - generate and filter: ``Generator`` (``generation.py``: one audited, streamed model call read
   through a ``ReplyStream``: ``<think>`` dropped, refs shown, repeats cut);
-- police: ``ReplyStream.read`` (``answers.py``: numbers grounded, quotes and support graded);
+- police: ``ReplyStream.read`` (``answer/``: numbers grounded, quotes and support graded);
 - record: ``Recorder`` (the telemetry turn and its retrievals, B12; with an answer's sources,
   its evidence bundle too, ``evidence.py``).
 

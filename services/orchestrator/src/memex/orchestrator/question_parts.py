@@ -7,8 +7,8 @@ where one sentence of the question ends and another asks again. Naming each part
 prompt was the first idea: measured, naming the parts in the prompt lost compound
 questions on the demo vault that the plain question had answered whole. The parts are used
 after the answer instead: a part whose only sentence the claim check cut is named as one the
-notes do not answer (``answers.check_claims``), and a part no sentence answers is asked for
-in a short call of its own (``answers.unaddressed_parts``, ask's ``answer_parts``).
+notes do not answer (``answer/check.py``), and a part no sentence answers is asked for
+in a short call of its own (``answer/judging.py``, ask's ``answer_parts``).
 """
 
 from __future__ import annotations

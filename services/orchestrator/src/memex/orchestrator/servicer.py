@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from memex.orchestrator import ask as ask_events
+from memex.orchestrator import ask_events
 from memex.orchestrator import chat as chat_events
 from memex.orchestrator.answers_pb import (
     ask_pb,

@@ -1,0 +1,170 @@
+"""The claim check over a whole answer (issue 35): each sentence's specifics are checked
+(``claim_check.py``) against the sources the answer cites, and a sentence that states a specific
+no cited source holds is cut, or only its bracketed aside when that is where the specific is;
+again, until nothing more is cut. Whether the answer's main claim was cut, and which parts of a
+compound question lost their only answer, are kept for the reading and ask's abstention rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memex.orchestrator.answer.claims import Claim, claims_of, reanchor, says_more
+from memex.orchestrator.answer.numbers import MARKER
+from memex.orchestrator.claim_check import Shown, unsupported, verdicts
+from memex.orchestrator.items import CheckedSpecific
+from memex.orchestrator.lexical import terms
+from memex.orchestrator.question_parts import question_parts
+from memex.orchestrator.sources import Source
+
+
+@dataclass(frozen=True)
+class Checked:
+    """An answer after the claim check: the sentences kept, and what was found."""
+
+    text: str
+    specifics: tuple[CheckedSpecific, ...]
+    dropped: tuple[str, ...]
+    main_unsupported: bool
+    unanswered: tuple[str, ...]  # parts of a compound question whose answer was cut
+    claims: list[Claim]  # the kept text's sentences, re-anchored, for ``read`` to grade
+    missing: list[str]  # the kept text's markers that name no source shown
+
+
+def check_claims(
+    text: str, sources: Sequence[Source], question: str = "", said: str = ""
+) -> Checked:
+    """The claim check (``claim_check.py``): each sentence's specifics against the sources the
+    answer cites (all shown sources when it cites none: attribution then finds its sources), a
+    sentence with an unsupported specific cut from the answer. Cutting a sentence may take the
+    only citation of a source another sentence relied on, so the check runs again over what is
+    left until nothing more is cut. What the question or ``said`` (a chat's earlier messages)
+    writes is restated, not claimed."""
+    context = f"{question}\n{said}" if said else question
+    found: list[CheckedSpecific] = []
+    dropped: list[str] = []
+    main_unsupported = False
+    echoed = [claim.span for claim in claims_of(text, sources)[0] if _echoes(claim.text, question)]
+    if echoed:
+        text = _cut(text, echoed)
+    for round_ in range(4):
+        claims, _ = claims_of(text, sources)
+        for claim in claims:
+            reanchor(claim, sources, question)
+        named = [s for claim in claims for s in claim.named] or list(sources)
+        cited = [s.checkable for s in dict.fromkeys(named)]
+        fenced = _fenced(text)
+        checked = [
+            (claim, verdicts(claim.text, cited, context, code=_within(claim.span, fenced)))
+            for claim in claims
+        ]
+        failing = [claim for claim, found_here in checked if unsupported(found_here)]
+        trimmed = _trim_asides(text, checked, cited, context)
+        if trimmed != text:  # an aside held the only unsupported specifics: it goes, not all
+            found += [s for _, here in checked for s in unsupported(here) if s.text not in trimmed]
+            text = trimmed
+            continue
+        if round_ == 0:
+            main = next((c for c in claims if says_more(c.text, question)), None)
+            main_unsupported = main is not None and main in failing
+        if not failing:
+            found += [specific for _, found_here in checked for specific in found_here]
+            break
+        found += [s for claim, found_here in checked if claim in failing for s in found_here]
+        dropped += [claim.text for claim in failing]
+        text = _cut(text, [claim.span for claim in failing])
+    unanswered: tuple[str, ...] = ()
+    parts = question_parts(question)
+    final, missing = claims_of(text, sources)
+    for claim in final:
+        reanchor(claim, sources, question)
+    kept = [c.text for c in final if says_more(c.text, question)]
+    if main_unsupported and len(parts) > 1 and kept:
+        # One part's answer was cut, another's stands: the answer stands, and says plainly
+        # which part the notes do not answer rather than abstaining on the whole.
+        main_unsupported = False
+        answered = {_part_of(claim, parts) for claim in kept}
+        unanswered = tuple(
+            dict.fromkeys(
+                part for claim in dropped if (part := _part_of(claim, parts)) not in answered
+            )
+        )
+    if dropped and not kept:
+        main_unsupported = True
+    return Checked(
+        text,
+        tuple(dict.fromkeys(found)),
+        tuple(dropped),
+        main_unsupported,
+        unanswered,
+        final,
+        missing,
+    )
+
+
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
+
+def _trim_asides(
+    text: str,
+    checked: Sequence[tuple[Claim, list[CheckedSpecific]]],
+    cited: Sequence[Shown],
+    context: str,
+) -> str:
+    """``text`` without the bracketed asides that hold a failing sentence's unsupported
+    specifics, where the rest of that sentence then stands ("shift handover notes (designed by
+    Maya)" keeps the feature, loses the name no source gives); ``text`` unchanged when no
+    sentence is saved that way."""
+    cuts: list[tuple[int, int]] = []
+    for claim, found in checked:
+        bad = unsupported(found)
+        if not bad:
+            continue
+        lo, hi = claim.span
+        asides = [
+            (lo + m.start(), lo + m.end())
+            for m in _ASIDE.finditer(text[lo:hi])
+            if any(s.text in m.group() for s in bad)
+        ]
+        rest = _cut(text[lo:hi], [(a - lo, b - lo) for a, b in asides])
+        if asides and not unsupported(verdicts(MARKER.sub(" ", rest), cited, context)):
+            cuts += asides
+    return _cut(text, cuts) if cuts else text
+
+
+def _echoes(claim: str, question: str) -> bool:
+    """Whether ``claim`` is a question the person asked, copied into the answer ("What had
+    actually run out?"): it asks, and every word of it is the question's. It claims nothing."""
+    said = terms(claim)
+    return claim.rstrip().endswith("?") and bool(said) and set(said) <= set(terms(question))
+
+
+def _part_of(claim: str, parts: Sequence[str]) -> str:
+    """The part of a compound question that ``claim`` answers: the one it shares most words
+    with (the first on a tie)."""
+    said = set(terms(claim))
+    return max(parts, key=lambda part: len(said & set(terms(part))))
+
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """The bodies of the fenced code blocks in ``text``: each line there is code as a whole."""
+    return [match.span(2) for match in _FENCE.finditer(text)]
+
+
+def _within(span: tuple[int, int], regions: Sequence[tuple[int, int]]) -> bool:
+    return any(lo <= span[0] and span[1] <= hi for lo, hi in regions)
+
+
+def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` without ``spans``, the spacing they leave closed up."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    return re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", "".join(out))).strip()
