@@ -33,7 +33,7 @@ from memex.embedding.catalogue import CATALOGUE
 from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import Chunk, Note
-from memex.retrieval.store.embedded import EmbeddedStore, queries
+from memex.retrieval.store.embedded import EmbeddedStore, queries, search_queries
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.health import wait_until_serving
 from memex.shared.testing import free_port
@@ -96,10 +96,10 @@ async def measure(store_dir: Path, query_file: Path) -> dict[str, Any]:
     store = await EmbeddedStore.open(store_dir, DIM)
     try:
         started = time.perf_counter()
-        ann = store._index(TENANT, "chunks")  # loads the saved HNSW index, or rebuilds it
+        ann = store._indexes.index(TENANT, "chunks")  # loads the saved HNSW index, or rebuilds it
         load_s = time.perf_counter() - started
         started = time.perf_counter()
-        store._keyword(TENANT)  # opens the saved keyword index, or rebuilds it
+        store._indexes.keyword(TENANT)  # opens the saved keyword index, or rebuilds it
         keyword_load_s = time.perf_counter() - started
         model = await store.get_meta(TENANT, MODEL_META) or ""
         table = dict(zip(texts, vectors, strict=True))
@@ -159,13 +159,13 @@ async def breakdown(
 
     flt = searcher._filters(Query(TENANT, "x").filters)
     depth = searcher._t.depth
-    ann = store._index(TENANT, "chunks")
+    ann = store._indexes.index(TENANT, "chunks")
     table = keyword.table(TENANT, "chunks")
     rank_only = (
         f"SELECT rowid, -bm25({table}) AS s FROM {table} WHERE {table} MATCH ? "
         "ORDER BY s DESC LIMIT ?"
     )
-    words = store._keyword(TENANT)
+    words = store._indexes.keyword(TENANT)
     times: dict[str, list[float]] = {}
 
     def lap(name: str, started: float) -> float:
@@ -185,7 +185,8 @@ async def breakdown(
         await store._run(functools.partial(words.search, text, 4 * depth + 1))
         t = lap("  keyword index ranking alone", t)
         conn = store._conn
-        await store._run(functools.partial(queries.keyword_chunks, conn, TENANT, text, depth, flt))
+        keyword_chunks = search_queries.keyword_chunks
+        await store._run(functools.partial(keyword_chunks, conn, TENANT, text, depth, flt))
         t = lap("keyword channel on FTS5 (before)", t)
         await store._run(functools.partial(_sql, store, rank_only, (expression, 4 * depth + 1)))
         t = lap("  FTS5 ranking alone", t)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.engine import ChatMessage, GenerationRequest, Sampling
-from memex.reasoner.llama_engine import PREFILL_TIMINGS, LlamaCppEngine, _prefill_rate
+from memex.reasoner.llama_engine import LlamaCppEngine
+from memex.reasoner.llama_model import PREFILL_TIMINGS, _prefill_rate
 
 
 class Clock:

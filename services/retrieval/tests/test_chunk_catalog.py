@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.retrieval.store.base import SearchFilter
-from memex.retrieval.store.embedded import EmbeddedStore, queries
+from memex.retrieval.store.embedded import EmbeddedStore, note_queries, search_queries
 from memex.retrieval.store.embedded.catalog import ChunkCatalog
 from memex.retrieval.testing import DIM, axis, note
 
@@ -54,19 +54,19 @@ async def _assert_matches_sql(store: EmbeddedStore, tenant: str = "t") -> None:
 
     def check() -> None:
         conn = store._conn
-        live = store._catalog(tenant)
+        live = store._indexes.catalog(tenant)
         rebuilt = ChunkCatalog(
-            queries.catalog_notes(conn, tenant), queries.catalog_chunks(conn, tenant)
+            note_queries.catalog_notes(conn, tenant), note_queries.catalog_chunks(conn, tenant)
         )
         # Every tenant's rowids, and rowids of no chunk at all.
         everything = [r[0] for r in conn.execute("SELECT rowid FROM chunks")]
         probe = [*everything, max(everything, default=0) + 100, -1]
         for flt in _with_note_ids(store):
-            expected = sorted(queries.chunk_candidates(conn, tenant, flt))
+            expected = sorted(search_queries.chunk_candidates(conn, tenant, flt))
             assert live.candidates(flt) == expected, flt
             assert rebuilt.candidates(flt) == expected, flt
             assert live.passing(probe, flt) == set(expected), flt
-        for n in queries.catalog_notes(conn, tenant):
+        for n in note_queries.catalog_notes(conn, tenant):
             assert live.note(n.id) == n
         owners = {
             r[0]: r[1]
@@ -89,7 +89,7 @@ async def test_the_catalogue_filters_as_sql_does(tmp_path: Path) -> None:
     store = await _store(tmp_path)
     try:
         await _assert_matches_sql(store)
-        assert store._catalog("t").note("no-such-note") is None
+        assert store._indexes.catalog("t").note("no-such-note") is None
     finally:
         await store.close()
 
@@ -143,7 +143,7 @@ async def test_a_failed_index_update_drops_the_catalogue(
         monkeypatch.setattr(ChunkCatalog, "replace_note", broken)
         with pytest.raises(RuntimeError):
             await store.upsert_note("t", note("Late", [("late", axis(2))]))
-        assert "t" not in store._catalogs
+        assert "t" not in store._indexes.catalogs
         monkeypatch.undo()
         await _assert_matches_sql(store)  # rebuilt from SQLite, with the committed note
     finally:
@@ -157,6 +157,6 @@ async def test_tenants_have_their_own_catalogues(tmp_path: Path) -> None:
         await _assert_matches_sql(store, "u")
         await _assert_matches_sql(store, "t")
         await store.delete_tenant("u")
-        assert "u" not in store._catalogs
+        assert "u" not in store._indexes.catalogs
     finally:
         await store.close()

@@ -100,7 +100,7 @@ async def test_kill_9_mid_index_then_rerun(tmp_path: Path, embedding_addr: str) 
         # The ANN index (reloaded or rebuilt) holds exactly one vector per chunk.
         hits = await store.search_chunks_keyword("default", "topic7", 5, SearchFilter())
         assert len({h.id for h in hits}) == len(hits) >= 1
-        ann = store._index("default", "chunks")
+        ann = store._indexes.index("default", "chunks")
         assert len(ann) == expected_chunks
     finally:
         await store.close()

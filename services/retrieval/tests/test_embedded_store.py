@@ -153,7 +153,7 @@ async def test_a_forgotten_note_leaves_no_term_in_the_keyword_index(tmp_path: Pa
 
         def holds(word: str) -> bool:
             """Whether the index's term dictionary has the word (deleted chunks' included)."""
-            index = store._keyword("t")._index
+            index = store._indexes.keyword("t")._index
             assert index is not None
             return bool(index.searcher().doc_freq("text", word))
 
@@ -198,10 +198,13 @@ async def test_warm_loads_what_the_first_search_would(tmp_path: Path) -> None:
     await _filled(tmp_path)
     store = await EmbeddedStore.open(tmp_path, DIM)
     try:
-        assert not store._catalogs and not store._keywords and not store._ann
+        indexes = store._indexes
+        assert not indexes.catalogs and not indexes.keywords and not indexes.ann
         await store.warm("t")
-        assert "t" in store._catalogs and "t" in store._keywords and ("t", "chunks") in store._ann
-        assert len(store._catalog("t")) == 6
+        assert (
+            "t" in indexes.catalogs and "t" in indexes.keywords and ("t", "chunks") in indexes.ann
+        )
+        assert len(indexes.catalog("t")) == 6
     finally:
         await store.close()
 
@@ -216,7 +219,7 @@ async def test_the_service_warms_the_default_tenant_as_it_starts(
         store = core.store
         assert isinstance(store, EmbeddedStore)
         for _ in range(200):
-            if "me" in store._catalogs:
+            if "me" in store._indexes.catalogs:
                 break
             await asyncio.sleep(0.05)
-        assert "me" in store._catalogs and "me" in store._keywords
+        assert "me" in store._indexes.catalogs and "me" in store._indexes.keywords

@@ -14,7 +14,7 @@ import pytest
 
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.forget import VERSIONS
-from memex.retrieval.store.base import TRACE_KINDS
+from memex.retrieval.store.counts import TRACE_KINDS
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 

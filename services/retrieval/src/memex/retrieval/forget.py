@@ -27,7 +27,9 @@ from memex.retrieval.ingest import tombstones
 from memex.retrieval.ingest import vault as vault_io
 from memex.retrieval.note_text import assemble
 from memex.retrieval.search import Filters, Query, Searcher
-from memex.retrieval.store.base import TRACE_KINDS, NoteMeta, SearchFilter, Store, link_key
+from memex.retrieval.store.base import NoteMeta, SearchFilter, Store
+from memex.retrieval.store.counts import TRACE_KINDS
+from memex.retrieval.store.links import link_key
 from memex.shared.errors import InvalidArgument, NotFound
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from memex.retrieval.search import Tuning
-from memex.retrieval.store.base import Chunk, Link, Note, Record, link_key
+from memex.retrieval.store.base import Chunk, Note, Record
+from memex.retrieval.store.links import Link, link_key
 from memex.retrieval.v1 import retrieval_pb2
 
 DIM = 8

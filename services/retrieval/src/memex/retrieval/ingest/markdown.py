@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from memex.retrieval.store.base import Link, link_key
+from memex.retrieval.store.links import Link, link_key
 from memex.shared.dates import MONTHS, WEEKDAY_ABBREVIATIONS, WEEKDAYS
 from memex.shared.wikilinks import find_wikilinks
 

@@ -19,7 +19,8 @@ from memex.retrieval.ingest.chunking import (
 )
 from memex.retrieval.ingest.documents import is_document
 from memex.retrieval.ingest.markdown import PARSER_VERSION, has_properties, note_date, parse_note
-from memex.retrieval.store.base import Chunk, Link, Note, frontmatter_aliases, link_key
+from memex.retrieval.store.base import Chunk, Note
+from memex.retrieval.store.links import Link, frontmatter_aliases, link_key
 
 # Characters that end or split a wikilink's target ([[a]b]], [[a|b]], [[a#b]]).
 _LINK_BREAKING = re.compile(r"[\[\]|#]")

@@ -39,19 +39,20 @@ Conventions every implementation follows (the contract suite in ``tests/contract
   embedded backend gets this from one SQLite transaction per call; a backend without
   transactions writes the note's fingerprint last.
 * **Dates** are ``YYYY-MM-DD`` strings; they compare correctly as strings.
+
+Link keys, aliases and ``Link`` are in ``links``; ``StoreStats`` and ``TRACE_KINDS`` in ``counts``.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from memex.shared.aliases import other_names
+from memex.retrieval.store.counts import StoreStats
+from memex.retrieval.store.links import Link, shown_aliases
 
 Vector = Sequence[float] | np.ndarray[Any, Any]
 """An L2-normalised embedding (a list of floats or a 1-D float32 numpy array)."""
@@ -60,57 +61,6 @@ JsonValue = Any
 """A JSON-compatible value (what ``json.dumps`` accepts)."""
 
 DEFAULT_TENANT = "default"
-
-TRACE_KINDS = (
-    "notes",
-    "chunks",
-    "vectors",
-    "keyword index rows",
-    "outgoing links",
-    "entity mentions",
-    "name keys",
-    "record links",
-)
-"""What ``Store.note_traces`` counts, in this order (the lines of a forget receipt)."""
-
-
-def link_key(name: str) -> str:
-    """The normalised form under which a note can be linked: NFC, case-folded, whitespace
-    collapsed, a trailing ``.md`` and any folder prefix dropped. ``Note.keys`` and
-    ``Link.target_key`` are always in this form, so backends compare them with plain equality."""
-    text = unicodedata.normalize("NFC", name).strip()
-    if text.lower().endswith(".md"):
-        text = text[:-3]
-    text = text.rsplit("/", 1)[-1]
-    return re.sub(r"\s+", " ", text).casefold().strip()
-
-
-def frontmatter_aliases(frontmatter: Mapping[str, Any]) -> tuple[str, ...]:
-    """The other names a note goes by: frontmatter ``aliases`` (or ``alias``), in order, once."""
-    value = frontmatter.get("aliases", frontmatter.get("alias"))
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list | tuple):
-        return ()
-    names = (str(v).strip() for v in value if v is not None)
-    return tuple(dict.fromkeys(n for n in names if n))
-
-
-def shown_aliases(title: str, frontmatter: Mapping[str, Any]) -> tuple[str, ...]:
-    """The aliases a note's search results carry: those its title does not already say."""
-    return other_names(title, frontmatter_aliases(frontmatter))
-
-
-@dataclass(frozen=True)
-class Link:
-    """A wikilink from a note: ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#Heading]]`` or the
-    embed ``![[Target]]``. The target may not exist (yet); it is resolved at read time by matching
-    ``target_key`` against ``Note.keys``."""
-
-    target_key: str
-    heading: str = ""
-    alias: str = ""
-    embed: bool = False
 
 
 @dataclass(frozen=True)
@@ -278,17 +228,6 @@ class Sort:
 
     field: str
     descending: bool = False
-
-
-@dataclass(frozen=True)
-class StoreStats:
-    """Counts for one tenant."""
-
-    notes: int
-    chunks: int
-    records: int
-    links: int
-    mentions: int
 
 
 @runtime_checkable

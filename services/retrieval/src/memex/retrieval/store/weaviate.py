@@ -1,12 +1,15 @@
 """The Weaviate backend of ``store.base.Store``, through the weaviate-client v4 async API.
 
 The schema (collections, tenants, tokenization, HNSW) is in ``weaviate_schema``; value
-translation in ``weaviate_codec``. Weaviate has no transactions, so a note is written in an
-order that keeps ``note_fingerprints`` honest (see ``upsert_note``), and deletes remove chunks
+translation in ``weaviate_codec``; connection, tenants and batched I/O in ``weaviate_base``; the
+search channels, the lookups by name and link, and the counts in ``weaviate_search``,
+``weaviate_links`` and ``weaviate_counts``. Weaviate has no transactions, so a note is written in
+an order that keeps ``note_fingerprints`` honest (see ``upsert_note``), and deletes remove chunks
 before the note that lists them, so an interrupted delete is repeated, never forgotten.
 
 Weaviate answers at most ``QUERY_MAXIMUM_RESULTS`` (10,000 by default) hits per query, so a
-search asking for more returns at most ``MAX_K``; listings use the cursor API and have no cap.
+search asking for more returns at most ``weaviate_search.MAX_K``; listings use the cursor API and
+have no cap.
 """
 
 from __future__ import annotations
@@ -14,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from weaviate.classes.query import Filter, MetadataQuery
-from weaviate.collections.classes.aggregate import Metrics
+from weaviate.classes.query import Filter
 
 from memex.retrieval.store import weaviate_codec as codec
+from memex.retrieval.store import weaviate_counts, weaviate_links, weaviate_search
 from memex.retrieval.store.base import (
-    TRACE_KINDS,
     ChunkView,
     Condition,
     Hit,
@@ -28,26 +30,18 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     Sort,
-    StoreStats,
     Vector,
 )
+from memex.retrieval.store.counts import StoreStats
 from memex.retrieval.store.filters import apply_query
-from memex.retrieval.store.keyword_terms import query_terms, query_words
-from memex.retrieval.store.weaviate_base import (
-    ID_BATCH,
-    MAX_RESULTS,
-    WeaviateCollections,
-    mapped_errors,
-)
+from memex.retrieval.store.weaviate_base import ID_BATCH, MAX_RESULTS, WeaviateCollections
+from memex.retrieval.store.weaviate_calls import mapped_errors
 from memex.retrieval.store.weaviate_replication import ReplicationPolicy, parse_nodes
-from memex.retrieval.store.weaviate_schema import VECTOR, uuid_of
+from memex.retrieval.store.weaviate_schema import uuid_of
 from memex.shared.errors import FailedPrecondition
 
 if TYPE_CHECKING:
     from memex.retrieval.config import RetrievalSettings
-
-TIE_SLACK = 10  # extra hits fetched so equal scores at the k-th place break by id, as specified
-MAX_K = MAX_RESULTS - TIE_SLACK  # Weaviate answers at most QUERY_MAXIMUM_RESULTS hits per query
 
 
 class WeaviateStore(WeaviateCollections):
@@ -117,51 +111,17 @@ class WeaviateStore(WeaviateCollections):
     @mapped_errors
     async def notes_by_key(self, tenant: str, keys: Sequence[str]) -> dict[str, list[NoteMeta]]:
         """Notes by link key, each list ordered by path."""
-        name = await self._readable(tenant)
-        if name is None or not keys:
-            return {}
-        props = [*codec.NOTE_PROPS, "keys"]
-        rows = await self._fetch_ids(self._col("note", name), "keys", keys, props)
-        wanted, out = set(keys), dict[str, list[NoteMeta]]()
-        for row in sorted(rows, key=lambda r: str(r["path"])):
-            for key in set(row.get("keys") or ()) & wanted:
-                out.setdefault(key, []).append(codec.note_meta(row))
-        return out
+        return await weaviate_links.notes_by_key(self, tenant, keys)
 
     @mapped_errors
     async def notes_for_records(self, tenant: str, refs: Sequence[str]) -> dict[str, NoteMeta]:
         """For each record ref, the note (smallest path) standing for it."""
-        name = await self._readable(tenant)
-        if name is None or not refs:
-            return {}
-        rows = await self._fetch_ids(self._col("note", name), "record_keys", refs, codec.NOTE_PROPS)
-        wanted, out = set(refs), dict[str, NoteMeta]()
-        for row in sorted(rows, key=lambda r: str(r["path"])):
-            for ref in set(row.get("record_keys") or ()) & wanted:
-                out.setdefault(ref, codec.note_meta(row))
-        return out
+        return await weaviate_links.notes_for_records(self, tenant, refs)
 
     @mapped_errors
     async def linked_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, set[str]]:
         """Outgoing links resolved through ``keys``, plus notes whose links name our keys."""
-        name = await self._readable(tenant)
-        if name is None or not note_ids:
-            return {}
-        notes = self._col("note", name)
-        given = await self._fetch_ids(notes, "note_id", note_ids, ["note_id", "keys", "link_keys"])
-        targets = {k for row in given for k in row.get("link_keys") or ()}
-        own_keys = {k for row in given for k in row.get("keys") or ()}
-        props = ["note_id", "keys", "link_keys"]
-        linked_to = await self._fetch_ids(notes, "keys", targets, props) if targets else []
-        linking = await self._fetch_ids(notes, "link_keys", own_keys, props) if own_keys else []
-        out: dict[str, set[str]] = {}
-        for row in given:
-            me, mine = str(row["note_id"]), set(row.get("keys") or ())
-            links = set(row.get("link_keys") or ())
-            found = {str(o["note_id"]) for o in linked_to if links & set(o.get("keys") or ())}
-            found |= {str(o["note_id"]) for o in linking if mine & set(o.get("link_keys") or ())}
-            out[me] = found - {me}
-        return out
+        return await weaviate_links.linked_notes(self, tenant, note_ids)
 
     @mapped_errors
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
@@ -305,96 +265,44 @@ class WeaviateStore(WeaviateCollections):
         return sorted(map(codec.record_from, rows), key=lambda r: (r.collection, r.id))
 
     # -- search channels ---------------------------------------------------------------------
-    async def _vector(
-        self, kind: str, tenant: str, vector: Vector, k: int, flt: SearchFilter, key: str
-    ) -> list[Hit]:
-        query = codec.check_vector(vector, self.dimension, "the query vector")
-        name = await self._readable(tenant)
-        records = kind == "record"
-        if name is None or k <= 0 or codec.matches_nothing(flt, records=records):
-            return []
-        reply = await self._col(kind, name).query.near_vector(
-            query,
-            target_vector=VECTOR,
-            limit=min(k, MAX_K) + TIE_SLACK,
-            filters=codec.search_filter(flt, records=records),
-            return_metadata=MetadataQuery(distance=True),
-            return_properties=[key],
-        )
-        hits = [
-            Hit(str(o.properties[key]), 1.0 - float(o.metadata.distance or 0.0))
-            for o in reply.objects
-        ]
-        return codec.top_hits(hits, k)
-
-    async def _keyword(
-        self, kind: str, tenant: str, query: str, k: int, flt: SearchFilter, key: str, prop: str
-    ) -> list[Hit]:
-        records = kind == "record"
-        # Chunks hold their search text as analysed terms (codec.indexed_text); records their
-        # text as written, which Weaviate's own tokenizer lower-cases.
-        words = query_words(query) if records else query_terms(query)
-        name = await self._readable(tenant)
-        if name is None or not words or k <= 0 or codec.matches_nothing(flt, records=records):
-            return []
-        reply = await self._col(kind, name).query.bm25(
-            " ".join(words),
-            query_properties=[prop],
-            limit=min(k, MAX_K) + TIE_SLACK,
-            filters=codec.search_filter(flt, records=records),
-            return_metadata=MetadataQuery(score=True),
-            return_properties=[key],
-        )
-        hits = [Hit(str(o.properties[key]), float(o.metadata.score or 0.0)) for o in reply.objects]
-        return codec.top_hits([h for h in hits if h.score > 0], k)
-
     @mapped_errors
     async def search_chunks_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """HNSW nearest chunks (cosine), pre-filtered."""
-        return await self._vector("chunk", tenant, vector, k, flt, "chunk_id")
+        return await weaviate_search.vector_hits(self, "chunk", tenant, vector, k, flt, "chunk_id")
 
     @mapped_errors
     async def search_chunks_keyword(
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """BM25 over the chunks' search text, pre-filtered."""
-        return await self._keyword("chunk", tenant, query, k, flt, "chunk_id", "search_text")
+        return await weaviate_search.keyword_hits(
+            self, "chunk", tenant, query, k, flt, "chunk_id", "search_text"
+        )
 
     @mapped_errors
     async def search_records_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """HNSW nearest records of ``flt.collections``."""
-        return await self._vector("record", tenant, vector, k, flt, "ref")
+        return await weaviate_search.vector_hits(self, "record", tenant, vector, k, flt, "ref")
 
     @mapped_errors
     async def search_records_keyword(
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """BM25 over records' text in ``flt.collections``."""
-        return await self._keyword("record", tenant, query, k, flt, "ref", "text")
+        return await weaviate_search.keyword_hits(
+            self, "record", tenant, query, k, flt, "ref", "text"
+        )
 
     @mapped_errors
     async def chunks_mentioning(
         self, tenant: str, entity_ids: Sequence[str], k: int, flt: SearchFilter
     ) -> list[Hit]:
         """Chunks mentioning the entities: more entities first, then newer, then by id."""
-        name = await self._readable(tenant)
-        if name is None or not entity_ids or k <= 0 or codec.matches_nothing(flt, records=False):
-            return []
-        where = codec.any_of("mentions", sorted(set(entity_ids)))
-        extra = codec.search_filter(flt, records=False)
-        where = where if extra is None else where & extra
-        rows = await self._fetch(self._col("chunk", name), where, ["chunk_id", "mentions", "day"])
-        wanted = set(entity_ids)
-        scored = [
-            (len(wanted & set(r.get("mentions") or ())), int(r.get("day") or 0), str(r["chunk_id"]))
-            for r in rows
-        ]
-        scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
-        return [Hit(chunk_id, float(score)) for score, _, chunk_id in scored[:k]]
+        return await weaviate_search.mentioning_hits(self, tenant, entity_ids, k, flt)
 
     # -- metadata ----------------------------------------------------------------------------
     @mapped_errors
@@ -421,28 +329,7 @@ class WeaviateStore(WeaviateCollections):
         vector and is what the BM25 index indexes, so vectors and keyword rows are counted as
         the note's chunk objects; links, name keys and record links are lists on the note
         object, mentions lists on the chunk objects."""
-        counts = dict.fromkeys(TRACE_KINDS, 0)
-        name = await self._readable(tenant)
-        if name is None:
-            return counts
-        notes = await self._fetch_ids(
-            self._col("note", name),
-            "note_id",
-            [note_id],
-            ["note_id", "keys", "record_keys", "link_count"],
-        )
-        chunk_col, props = self._col("chunk", name), ["chunk_id", "mentions"]
-        rows = await self._fetch_ids(chunk_col, "note_id", [note_id], props)
-        if chunk_ids:
-            rows += await self._fetch_ids(chunk_col, "chunk_id", chunk_ids, props)
-        chunks = {str(r["chunk_id"]): r for r in rows}
-        counts["notes"] = len(notes)
-        counts["chunks"] = counts["vectors"] = counts["keyword index rows"] = len(chunks)
-        counts["outgoing links"] = sum(int(n.get("link_count") or 0) for n in notes)
-        counts["entity mentions"] = sum(len(c.get("mentions") or ()) for c in chunks.values())
-        counts["name keys"] = sum(len(n.get("keys") or ()) for n in notes)
-        counts["record links"] = sum(len(n.get("record_keys") or ()) for n in notes)
-        return counts
+        return await weaviate_counts.note_traces(self, tenant, note_id, chunk_ids)
 
     async def scrub(self, tenant: str) -> bool:
         """See ``Store.scrub``: Weaviate removes deleted objects from its LSM segments and HNSW
@@ -456,23 +343,7 @@ class WeaviateStore(WeaviateCollections):
     @mapped_errors
     async def stats(self, tenant: str) -> StoreStats:
         """Counts by aggregation (links and mentions are summed per note and per chunk)."""
-        name = await self._readable(tenant)
-        if name is None:
-            return StoreStats(0, 0, 0, 0, 0)
-        notes = await self._col("note", name).aggregate.over_all(
-            total_count=True, return_metrics=Metrics("link_count").integer(sum_=True)
-        )
-        chunks = await self._col("chunk", name).aggregate.over_all(
-            total_count=True, return_metrics=Metrics("mention_count").integer(sum_=True)
-        )
-        records = await self._col("record", name).aggregate.over_all(total_count=True)
-        return StoreStats(
-            notes=notes.total_count or 0,
-            chunks=chunks.total_count or 0,
-            records=records.total_count or 0,
-            links=codec.metric_sum(notes.properties.get("link_count")),
-            mentions=codec.metric_sum(chunks.properties.get("mention_count")),
-        )
+        return await weaviate_counts.stats(self, tenant)
 
 
 async def open_weaviate_store(settings: RetrievalSettings, dimension: int) -> WeaviateStore:

@@ -15,15 +15,14 @@ from memex.retrieval.store.base import (
     Chunk,
     ChunkView,
     Hit,
-    Link,
     Note,
     NoteMeta,
     Record,
     SearchFilter,
     Vector,
-    shown_aliases,
 )
 from memex.retrieval.store.keyword_terms import indexed_text
+from memex.retrieval.store.links import Link, shown_aliases
 from memex.retrieval.store.weaviate_schema import VECTOR, day_number, uuid_of
 from memex.shared.errors import InvalidArgument
 

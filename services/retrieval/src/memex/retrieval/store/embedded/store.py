@@ -1,18 +1,17 @@
-"""EmbeddedStore: the ``Store`` protocol on SQLite + usearch, in one process, no server."""
+"""EmbeddedStore: the ``Store`` protocol on SQLite + usearch, in one process, no server.
+
+Its SQL is in the ``*queries`` modules, the indexes derived from SQLite in ``derived`` (they follow
+each committed write), and vector search under a filter in ``vector_search``."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import hashlib
-import logging
-import math
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,25 +25,22 @@ from memex.retrieval.store.base import (
     Record,
     SearchFilter,
     Sort,
-    StoreStats,
     Vector,
 )
-from memex.retrieval.store.embedded import keyword, queries, record_queries
-from memex.retrieval.store.embedded.ann import AnnIndex
-from memex.retrieval.store.embedded.catalog import ChunkCatalog
-from memex.retrieval.store.embedded.keyword_index import KeywordIndex
-from memex.retrieval.store.embedded.schema import connect, is_trivial
+from memex.retrieval.store.counts import StoreStats
+from memex.retrieval.store.embedded import (
+    note_queries,
+    queries,
+    record_queries,
+    search_queries,
+    vector_search,
+)
+from memex.retrieval.store.embedded.derived import CHUNKS, RECORDS, DerivedIndexes
+from memex.retrieval.store.embedded.schema import connect
 from memex.retrieval.store.filters import apply_query
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
-CHUNKS = "chunks"
-RECORDS = "records"
-# A filtered vector search scans candidates exactly when there are at most this many; beyond,
-# it asks HNSW for more and more neighbours until enough pass the filter.
-EXACT_CANDIDATES = 50_000
 
 
 class EmbeddedStore:
@@ -52,12 +48,9 @@ class EmbeddedStore:
 
     def __init__(self, directory: Path, dimension: int, conn: sqlite3.Connection) -> None:
         self.dimension = dimension
-        self._dir = directory
         self._conn = conn
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memex-store")
-        self._ann: dict[tuple[str, str], AnnIndex] = {}
-        self._keywords: dict[str, KeywordIndex] = {}
-        self._catalogs: dict[str, ChunkCatalog] = {}
+        self._indexes = DerivedIndexes(directory, dimension, conn)
         self._closed = False
 
     @classmethod
@@ -92,13 +85,7 @@ class EmbeddedStore:
             return
 
         def _close() -> None:
-            for (tenant, kind), ann in self._ann.items():
-                try:
-                    ann.save(queries.generation(self._conn, tenant, kind))
-                except Exception:  # the next open rebuilds it from SQLite
-                    log.exception("could not save the ANN index %s", ann.path)
-            for index in self._keywords.values():
-                index.close()  # every write already committed it and named its generation
+            self._indexes.close()
             self._conn.close()
 
         await asyncio.get_running_loop().run_in_executor(self._pool, _close)
@@ -113,69 +100,6 @@ class EmbeddedStore:
                 f"vector has {array.shape[0]} dimensions, the store holds {self.dimension}"
             )
         return array
-
-    def _index(self, tenant: str, kind: str) -> AnnIndex:
-        """The tenant's ANN index of ``kind``, loaded or rebuilt from SQLite on first use."""
-        key = (tenant, kind)
-        ann = self._ann.get(key)
-        if ann is not None:
-            return ann
-        digest = hashlib.sha256(tenant.encode()).hexdigest()[:24]
-        ann = AnnIndex(self.dimension, self._dir / "ann" / f"{digest}-{kind}.usearch")
-        if not ann.load_if_current(queries.generation(self._conn, tenant, kind)):
-            keys, vectors = queries.all_vectors(self._conn, tenant, kind, self.dimension)
-            log.info("rebuilding the %s ANN index of a tenant from %d vectors", kind, len(keys))
-            ann.add(keys, vectors)
-        self._ann[key] = ann
-        return ann
-
-    def _keyword_path(self, tenant: str) -> Path:
-        digest = hashlib.sha256(tenant.encode()).hexdigest()[:24]
-        return self._dir / "keyword" / f"{digest}-chunks"
-
-    def _keyword(self, tenant: str) -> KeywordIndex:
-        """The tenant's chunk keyword index, opened or rebuilt from SQLite on first use."""
-        index = self._keywords.get(tenant)
-        if index is not None:
-            return index
-        index = KeywordIndex(self._keyword_path(tenant))
-        generation = queries.generation(self._conn, tenant, CHUNKS)
-        if not index.load_if_current(generation, queries.search_text_count(self._conn, tenant)):
-            log.info("rebuilding the keyword index of a tenant from SQLite")
-            index.rebuild(queries.search_texts(self._conn, tenant), generation)
-        self._keywords[tenant] = index
-        return index
-
-    def _catalog(self, tenant: str) -> ChunkCatalog:
-        """The tenant's chunk catalogue, built from SQLite on first use."""
-        catalog = self._catalogs.get(tenant)
-        if catalog is None:
-            catalog = ChunkCatalog(
-                queries.catalog_notes(self._conn, tenant),
-                queries.catalog_chunks(self._conn, tenant),
-            )
-            self._catalogs[tenant] = catalog
-        return catalog
-
-    @contextlib.contextmanager
-    def _derived(self, tenant: str, kind: str) -> Iterator[None]:
-        """Around a derived-index update that follows a commit: if it fails, the in-memory
-        indexes (ANN, and for chunks the keyword index) are dropped and their sidecars
-        invalidated, so the next use rebuilds them from SQLite, never trusting them. The chunk
-        catalogue, never saved, is dropped likewise."""
-        try:
-            yield
-        except BaseException:
-            if kind == CHUNKS:
-                self._catalogs.pop(tenant, None)
-            ann = self._ann.pop((tenant, kind), None)
-            if ann is not None:
-                ann.invalidate()
-            index = self._keywords.pop(tenant, None) if kind == CHUNKS else None
-            if index is not None:
-                index.invalidate()
-                index.close()
-            raise
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Runs ``fn`` in one IMMEDIATE transaction (committed, hence durable, on return)."""
@@ -194,10 +118,10 @@ class EmbeddedStore:
         vectors = [self._vector(c.vector) for c in note.chunks]
 
         def work() -> None:
-            ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
-            catalog = self._catalog(tenant)
-            old, new = self._write(lambda c: queries.replace_note(c, tenant, note, vectors))
-            with self._derived(tenant, CHUNKS):
+            ann, words = self._indexes.index(tenant, CHUNKS), self._indexes.keyword(tenant)
+            catalog = self._indexes.catalog(tenant)
+            old, new = self._write(lambda c: note_queries.replace_note(c, tenant, note, vectors))
+            with self._indexes.updating(tenant, CHUNKS):
                 catalog.replace_note(note.meta(), old, new, [c.id for c in note.chunks])
                 ann.remove(old)
                 if new:
@@ -212,10 +136,10 @@ class EmbeddedStore:
         """See ``Store.delete_notes``."""
 
         def work() -> int:
-            ann, words = self._index(tenant, CHUNKS), self._keyword(tenant)
-            catalog = self._catalog(tenant)
-            count, old = self._write(lambda c: queries.delete_notes(c, tenant, list(note_ids)))
-            with self._derived(tenant, CHUNKS):
+            ann, words = self._indexes.index(tenant, CHUNKS), self._indexes.keyword(tenant)
+            catalog = self._indexes.catalog(tenant)
+            count, old = self._write(lambda c: note_queries.delete_notes(c, tenant, list(note_ids)))
+            with self._indexes.updating(tenant, CHUNKS):
                 catalog.delete_notes(note_ids, old)
                 ann.remove(old)
                 words.replace(old, [], queries.generation(self._conn, tenant, CHUNKS))
@@ -225,35 +149,39 @@ class EmbeddedStore:
 
     async def note_fingerprints(self, tenant: str) -> dict[str, tuple[str, str]]:
         """See ``Store.note_fingerprints``."""
-        return await self._run(lambda: queries.fingerprints(self._conn, tenant))
+        return await self._run(lambda: note_queries.fingerprints(self._conn, tenant))
 
     async def get_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, NoteMeta]:
         """See ``Store.get_notes``."""
-        return await self._run(lambda: queries.get_notes(self._conn, tenant, list(note_ids)))
+        return await self._run(lambda: note_queries.get_notes(self._conn, tenant, list(note_ids)))
 
     async def notes_by_key(self, tenant: str, keys: Sequence[str]) -> dict[str, list[NoteMeta]]:
         """See ``Store.notes_by_key``."""
-        return await self._run(lambda: queries.notes_by_key(self._conn, tenant, list(keys)))
+        return await self._run(lambda: note_queries.notes_by_key(self._conn, tenant, list(keys)))
 
     async def notes_for_records(self, tenant: str, refs: Sequence[str]) -> dict[str, NoteMeta]:
         """See ``Store.notes_for_records``."""
-        return await self._run(lambda: queries.notes_for_records(self._conn, tenant, list(refs)))
+        return await self._run(
+            lambda: note_queries.notes_for_records(self._conn, tenant, list(refs))
+        )
 
     async def linked_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, set[str]]:
         """See ``Store.linked_notes``."""
-        return await self._run(lambda: queries.linked_notes(self._conn, tenant, list(note_ids)))
+        return await self._run(
+            lambda: note_queries.linked_notes(self._conn, tenant, list(note_ids))
+        )
 
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """See ``Store.get_chunks``."""
-        return await self._run(lambda: queries.get_chunks(self._conn, tenant, list(chunk_ids)))
+        return await self._run(lambda: note_queries.get_chunks(self._conn, tenant, list(chunk_ids)))
 
     async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
         """See ``Store.chunk_notes``: from the chunk catalogue."""
-        return await self._run(lambda: self._catalog(tenant).notes_of(list(chunk_ids)))
+        return await self._run(lambda: self._indexes.catalog(tenant).notes_of(list(chunk_ids)))
 
     async def note_chunks(self, tenant: str, note_id: str) -> list[ChunkView]:
         """See ``Store.note_chunks``."""
-        return await self._run(lambda: queries.note_chunks(self._conn, tenant, note_id))
+        return await self._run(lambda: note_queries.note_chunks(self._conn, tenant, note_id))
 
     async def set_entity_mentions(
         self, tenant: str, entity_id: str, chunk_ids: Sequence[str]
@@ -261,7 +189,7 @@ class EmbeddedStore:
         """See ``Store.set_entity_mentions``."""
         ids = list(chunk_ids)
         await self._run(
-            lambda: self._write(lambda c: queries.set_mentions(c, tenant, entity_id, ids))
+            lambda: self._write(lambda c: note_queries.set_mentions(c, tenant, entity_id, ids))
         )
 
     # -- records -------------------------------------------------------------------------------
@@ -270,11 +198,11 @@ class EmbeddedStore:
         vectors = [None if r.vector is None else self._vector(r.vector) for r in records]
 
         def work() -> int:
-            ann = self._index(tenant, RECORDS)
+            ann = self._indexes.index(tenant, RECORDS)
             old, added = self._write(
                 lambda c: record_queries.upsert_records(c, tenant, list(records), vectors)
             )
-            with self._derived(tenant, RECORDS):
+            with self._indexes.updating(tenant, RECORDS):
                 ann.remove(old)
                 if added:
                     keys = np.asarray([k for k, _ in added], dtype=np.uint64)
@@ -287,11 +215,11 @@ class EmbeddedStore:
         """See ``Store.delete_records``."""
 
         def work() -> int:
-            ann = self._index(tenant, RECORDS)
+            ann = self._indexes.index(tenant, RECORDS)
             count, old = self._write(
                 lambda c: record_queries.delete_records(c, tenant, collection, list(ids))
             )
-            with self._derived(tenant, RECORDS):
+            with self._indexes.updating(tenant, RECORDS):
                 ann.remove(old)
             return count
 
@@ -325,44 +253,6 @@ class EmbeddedStore:
         return await self._run(lambda: record_queries.records_about(self._conn, tenant, entity_id))
 
     # -- search --------------------------------------------------------------------------------
-    def _vector_search(
-        self,
-        tenant: str,
-        kind: str,
-        vector: NDArray[np.float32],
-        k: int,
-        passing: Callable[[list[int]], set[int]] | None,
-        candidates: Callable[[], list[int]],
-        share: float | None = None,
-    ) -> list[tuple[int, float]]:
-        """Unfiltered: HNSW. Filtered: first HNSW with oversampling, keeping the neighbours that
-        pass (cheap when the filter is broad, e.g. "no sensitive notes"); if fewer than k pass,
-        an exact scan of the candidates (selective filters), or wider HNSW searches. ``share``
-        is the fraction of the index expected to pass (None: not known), which sets the
-        oversampling."""
-        ann = self._index(tenant, kind)
-        if passing is None:
-            return ann.search(vector, k)
-        if share == 0:
-            return []
-        # Asking HNSW for 4k neighbours under a filter that nearly all pass cost more than the
-        # search itself at 200k chunks; a 20% margin over the expected share rarely falls short.
-        want = k * 4 if share is None else min(k * 4, math.ceil(k * 1.2 / share) + 10)
-        found = ann.search(vector, want)
-        ok = passing([key for key, _ in found])
-        kept = [(key, s) for key, s in found if key in ok]
-        if len(kept) >= k or len(found) >= len(ann):
-            return kept[:k]
-        keys = candidates()
-        if len(keys) <= EXACT_CANDIDATES:
-            return ann.search_subset(vector, np.asarray(keys, dtype=np.uint64), k)
-        allowed = set(keys)
-        while True:  # widen the HNSW search until k pass the filter or the index is exhausted
-            want *= 4
-            kept = [(key, s) for key, s in ann.search(vector, want) if key in allowed]
-            if len(kept) >= k or want >= len(ann):
-                return kept[:k]
-
     async def search_chunks_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
@@ -370,22 +260,9 @@ class EmbeddedStore:
         query = self._vector(vector)
 
         def work() -> list[Hit]:
-            catalog = self._catalog(tenant)
-            if is_trivial(flt):
-                found = self._vector_search(tenant, CHUNKS, query, k, None, list)
-            else:
-                found = self._vector_search(
-                    tenant,
-                    CHUNKS,
-                    query,
-                    k,
-                    functools.partial(catalog.passing, flt=flt),
-                    functools.partial(catalog.candidates, flt),
-                    # A list of notes (the graph channel's few) is scanned exactly anyway.
-                    catalog.share(flt) if flt.note_ids is None else None,
-                )
-            ids = catalog.ids([key for key, _ in found])
-            return _hits((ids[key], score) for key, score in found if key in ids)[:k]
+            catalog = self._indexes.catalog(tenant)
+            ann = self._indexes.index(tenant, CHUNKS)
+            return vector_search.chunk_hits(catalog, ann, query, k, flt)
 
         return await self._run(work)
 
@@ -396,8 +273,8 @@ class EmbeddedStore:
         then the filter (from the chunk catalogue)."""
 
         def work() -> list[Hit]:
-            rank = functools.partial(self._keyword(tenant).search, query)
-            return self._catalog(tenant).ranked(rank, k, flt)
+            rank = functools.partial(self._indexes.keyword(tenant).search, query)
+            return self._indexes.catalog(tenant).ranked(rank, k, flt)
 
         return await self._run(work)
 
@@ -406,7 +283,7 @@ class EmbeddedStore:
     ) -> list[Hit]:
         """See ``Store.chunks_mentioning``."""
         ids = list(entity_ids)
-        return await self._run(lambda: queries.mentioning(self._conn, tenant, ids, k, flt))
+        return await self._run(lambda: search_queries.mentioning(self._conn, tenant, ids, k, flt))
 
     async def search_records_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
@@ -417,16 +294,8 @@ class EmbeddedStore:
         def work() -> list[Hit]:
             if not flt.collections:
                 return []
-            found = self._vector_search(
-                tenant,
-                RECORDS,
-                query,
-                k,
-                lambda keys: set(record_queries.record_candidates(self._conn, tenant, flt, keys)),
-                lambda: record_queries.record_candidates(self._conn, tenant, flt),
-            )
-            refs = record_queries.record_refs_by_rowid(self._conn, [key for key, _ in found])
-            return _hits((refs[key], score) for key, score in found if key in refs)[:k]
+            ann = self._indexes.index(tenant, RECORDS)
+            return vector_search.record_hits(self._conn, ann, tenant, query, k, flt)
 
         return await self._run(work)
 
@@ -452,14 +321,14 @@ class EmbeddedStore:
         ids = list(chunk_ids)
 
         def work() -> dict[str, int]:
-            counts, rowids = queries.note_traces(self._conn, tenant, note_id, ids)
-            ann = self._index(tenant, CHUNKS)
+            counts, rowids = note_queries.note_traces(self._conn, tenant, note_id, ids)
+            ann = self._indexes.index(tenant, CHUNKS)
             keys = np.asarray(rowids, dtype=np.uint64)
             held = int(np.count_nonzero(ann.index.contains(keys))) if len(keys) else 0
-            stale = max(0, len(ann) - queries.chunk_count(self._conn, tenant))
+            stale = max(0, len(ann) - note_queries.chunk_count(self._conn, tenant))
             counts["vectors"] = held + stale
-            words = self._keyword(tenant)
-            extra = max(0, len(words) - queries.chunk_count(self._conn, tenant))
+            words = self._indexes.keyword(tenant)
+            extra = max(0, len(words) - note_queries.chunk_count(self._conn, tenant))
             indexed = words.count(rowids) + extra
             counts["keyword index rows"] = max(counts["keyword index rows"], indexed)
             return counts
@@ -475,9 +344,10 @@ class EmbeddedStore:
         a reader kept the WAL from being reset."""
 
         def work() -> bool:
-            self._write(lambda c: _optimize(c, tenant))
+            self._write(lambda c: queries.optimize(c, tenant))
             generation = queries.generation(self._conn, tenant, CHUNKS)
-            self._keyword(tenant).rebuild(queries.search_texts(self._conn, tenant), generation)
+            index = self._indexes.keyword(tenant)
+            index.rebuild(search_queries.search_texts(self._conn, tenant), generation)
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             return not busy
 
@@ -501,9 +371,9 @@ class EmbeddedStore:
         (at 200k chunks about 1, 2.4 and 1-2 s), each loaded or rebuilt as on first use."""
 
         def work() -> None:
-            self._index(tenant, CHUNKS)
-            self._keyword(tenant)
-            self._catalog(tenant)
+            self._indexes.index(tenant, CHUNKS)
+            self._indexes.keyword(tenant)
+            self._indexes.catalog(tenant)
 
         await self._run(work)
 
@@ -512,29 +382,10 @@ class EmbeddedStore:
 
         def work() -> None:
             self._write(lambda c: queries.delete_tenant(c, tenant))
-            self._catalogs.pop(tenant, None)
-            for kind in (CHUNKS, RECORDS):
-                ann = self._ann.pop((tenant, kind), None)
-                if ann is not None:
-                    ann.invalidate()
-            index = self._keywords.pop(tenant, None) or KeywordIndex(self._keyword_path(tenant))
-            index.destroy()
+            self._indexes.drop_tenant(tenant)
 
         await self._run(work)
 
     def memory_bytes(self) -> int:
         """Approximate bytes held by the in-memory ANN indexes (for the benchmark)."""
-        return sum(int(ann.index.memory_usage) for ann in self._ann.values())
-
-
-def _optimize(conn: sqlite3.Connection, tenant: str) -> None:
-    for kind in ("chunks", "records"):
-        table = keyword.table(tenant, kind)
-        if keyword.exists(conn, table):
-            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
-
-
-def _hits(pairs: Any) -> list[Hit]:
-    hits = [Hit(id=i, score=float(s)) for i, s in pairs]
-    hits.sort(key=lambda h: (-h.score, h.id))
-    return hits
+        return sum(int(ann.index.memory_usage) for ann in self._indexes.ann.values())
