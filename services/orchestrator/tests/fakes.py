@@ -1,4 +1,6 @@
-"""Stand-ins for the retrieval and reasoner stages, for unit tests of the orchestrator's logic.
+"""Stand-ins for the retrieval and reasoner stages, for unit tests of the orchestrator's logic,
+with what the ask tests script them with (``reasoner``, ``TwoAnswers``) and the numbered sources
+that the answer-reading tests read against (``source``, ``SOURCES``).
 
 The real stages are exercised by the end-to-end tests; these only let each rule be tested alone.
 """
@@ -6,6 +8,7 @@ The real stages are exercised by the end-to-end tests; these only let each rule 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +18,7 @@ import grpc
 
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note, Record, ShownItem, Timeline
+from memex.orchestrator.lexical import segments
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.ports import (
     ChatMessage,
@@ -27,6 +31,7 @@ from memex.orchestrator.ports import (
 )
 from memex.orchestrator.service import Orchestrator, build_orchestrator
 from memex.orchestrator.servicer import OrchestratorServicer
+from memex.orchestrator.sources import Source
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.errors import NotFound
@@ -187,3 +192,53 @@ async def serving(orchestrator: Orchestrator) -> AsyncIterator[Any]:
     finally:
         await server.stop(None)
         orchestrator.store.close()
+
+
+# What the ask tests script: the answer and plan prompts' kinds, a good numbered reply.
+PLAN = "You plan how to look up"
+ANSWER = "How to answer:"
+GOOD = ["The deposit is £800 [", "1], returned in May [1]. Dana is the landlord [4][9]."]
+
+
+def reasoner(reply: list[str] = GOOD, plan: Any = None, local: bool = True) -> ScriptedReasoner:
+    replies = {ANSWER: reply}
+    if plan is not None:
+        replies[PLAN] = [plan if isinstance(plan, str) else json.dumps(plan)]
+    return ScriptedReasoner(replies, local=local)
+
+
+@dataclass
+class TwoAnswers(ScriptedReasoner):
+    """Answers the first answer call with one reply and every later one with another."""
+
+    later: list[str] = field(default_factory=list)
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
+    ) -> AsyncGenerator[str, None]:
+        if self.calls:
+            self.replies = {ANSWER: self.later}
+        async for piece in super().generate(messages, options, usage):
+            yield piece
+
+
+# Numbered sources, as a briefing shows them, for reading answers mechanically.
+def source(number: int, text: str, title: str = "", **fields: object) -> Source:
+    title = title or f"Note {number}"
+    values: dict[str, object] = {
+        "item_id": f"c{number}",
+        "episode_id": f"ep{number}",
+        "ref": f"[[{title}]]",
+        "title": title,
+        "text": text,
+    }
+    values.update(fields)
+    item = ShownItem(**values)  # type: ignore[arg-type]
+    return Source(number, item, text, tuple(segments(text)))
+
+
+SOURCES = [
+    source(1, "# Terms\n- Rent: **£48 per year**, due 1 January.\n- Key deposit: £10.", "Tenancy"),
+    source(2, "Ron keeps the waiting list in a red notebook. He is the secretary.", "Ron"),
+    source(3, "Sold six jars of jam for £3 each.", "Open day"),
+]
