@@ -108,7 +108,7 @@ def forbidden(part: str, module: str) -> str | None:
 # Breaks of the rules that are known and kept for now, each said here with why, never passed over
 # in silence; a test fails when one is no longer found, so the list cannot go stale.
 # - `memex worker` execs the orchestrator's queued-turn worker in the foreground, as `memex up`
-#   starts it (gateway/stack.py names the same module as the worker's ServiceDef.module, which this
+#   starts it (gateway/stack_processes.py names the same module as the worker's ServiceDef.module, which this
 #   scan does not read, nor the stack's other module names). Starting a stage's process is the
 #   supervisor's work, but the module path still ties the surface to the stage's internals: an
 #   entry point of the stage's own (``python -m memex.orchestrator worker``) would end it.

@@ -12,7 +12,7 @@ from memex.gateway import convert
 from memex.gateway.errors import HTTP_STATUS, http_status
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
-from .support.fakes import FUTURE
+from .support.fake_data import FUTURE
 from .support.harness import Gateway
 
 TABLE = {

@@ -7,24 +7,15 @@ import json
 import pytest
 
 from memex.gateway.cli import eval_report
-from memex.gateway.cli.eval_scoring import (
-    Logged,
-    Outcome,
+from memex.gateway.cli.eval_matching import contains, is_gold, missing_facts, normalize, ref_key
+from memex.gateway.cli.eval_questions import (
     Question,
     QuestionFileError,
-    compare,
-    contains,
-    is_gold,
-    judge,
-    missing_facts,
-    normalize,
     parse_questions,
-    percentile,
-    ref_key,
-    replay_set,
     resolve_queries,
-    summarize,
 )
+from memex.gateway.cli.eval_replay import Logged, compare, replay_set
+from memex.gateway.cli.eval_scoring import Outcome, judge, percentile, summarize
 
 ALLOTMENT = Question(
     "allotment-cost", "What does the allotment cost?", True, ("Allotment Tenancy Agreement",),

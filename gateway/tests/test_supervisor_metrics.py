@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memex.gateway.stack import ServiceDef, StackSettings, private_stack_env
+from memex.gateway.stack import StackSettings, private_stack_env
+from memex.gateway.stack_processes import ServiceDef
 from memex.gateway.supervisor import Supervisor, busy_ports
 from memex.gateway.supervisor_metrics import SupervisorMetrics
 from memex.shared.testing import free_port

@@ -2,7 +2,8 @@
 
 They are real gRPC servicers (served in-process on port 0 behind memex's own interceptor), holding
 their state in memory; the real services are exercised by the end-to-end tests. A few magic
-inputs make them fail in chosen ways.
+inputs make them fail in chosen ways. The orchestrator's asks, memory reads and beliefs are its
+parts (``fake_asks``, ``fake_reads``, ``fake_beliefs``); what they answer with is ``fake_data``.
 """
 
 from __future__ import annotations
@@ -12,289 +13,34 @@ import itertools
 import json
 import threading
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any
 
 import grpc
-from google.protobuf import json_format
 
-from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2_grpc
-from memex.shared.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from memex.shared.errors import InvalidArgument, NotFound
 
+from .fake_asks import FakeAsks
 from .fake_beliefs import FakeBeliefs
-
-Context = grpc.aio.ServicerContext[Any, Any]
-# How a streaming handler learns its call was cancelled: CancelledError while it awaits, but
-# GeneratorExit at its `yield` when grpc.aio was cancelled while sending the last message (the
-# handler task dies outside the generator, which is then closed).
-STREAM_CANCELLED = (asyncio.CancelledError, GeneratorExit)
-STAMP = "2026-03-01T10:00:00Z"
-CITATION = common_pb2.Citation(
-    ref="[[Flat lease]]",
-    item_id="chunk-1",
-    episode_id="ep-1",
-    quote="return £1,030",
-    support=common_pb2.SUPPORT_VERBATIM,
-    path="home/Flat lease.md",
+from .fake_data import (
+    CITATION,
+    EVIDENCE,
+    ITEM,
+    PERSONAS,
+    REPLY,
+    STAMP,
+    STREAM_CANCELLED,
+    Context,
+    check_as_of,
 )
-ITEM = pb.MemoryItem(
-    id="chunk-1",
-    kind=pb.ITEM_KIND_CHUNK,
-    text="Graham agreed to return £1,030 of the deposit.",
-    citation="[[Flat lease]]",
-    provenance=common_pb2.Provenance(episode_id="ep-1", date="2026-02-01", title="Flat lease"),
-    channel_scores=[common_pb2.ChannelScore(channel=common_pb2.CHANNEL_VECTOR, rank=1, score=0.9)],
-    score=0.5,
-)
-REPLY = ["Graham returned ", "£1,030 ", "of the deposit."]
-ANSWER_DRAFT = ["Graham returned ", "£1,030", "."]
-LOGGED_ASKS = [
-    pb.LoggedAsk(
-        turn_id="turn-ask-2",
-        question="How much did Graham return?",
-        persona="analyst",
-        model="fake",
-        prompt_version="v1",
-        answer="Graham returned £1,030.",
-        cited_refs=["[[Flat lease]]"],
-        latency_ms=12.5,
-        created_at=STAMP,
-    ),
-    pb.LoggedAsk(
-        turn_id="turn-ask-1",
-        question="Where is the spare key?",
-        persona="analyst",
-        model="fake",
-        prompt_version="v1",
-        answer="I could not ground an answer to this in your notes, so I won't guess.",
-        abstained=True,
-        latency_ms=9.0,
-        created_at=STAMP,
-    ),
-]
-
-# The evidence bundle of the fake ask (turn_id "turn-ask"): one plain excerpt, one sensitive.
-EVIDENCE: dict[str, Any] = {
-    "format": "memex-evidence/1",
-    "turn_id": "turn-ask",
-    "kind": "ask",
-    "created_at": STAMP,
-    "question": "How much did Graham return?",
-    "answer": "Graham returned £1,030.",
-    "abstained": False,
-    "model": "fake",
-    "prompt_version": "v1",
-    "persona": "analyst",
-    "as_of": "",
-    "conversation_id": "",
-    "message_id": "",
-    "thread_id": "",
-    "reply_turn_id": "",
-    "asked_as": "",
-    "excerpts": [
-        {
-            "number": n, "ref": ref, "kind": "chunk", "item_id": f"chunk-{n}",
-            "episode_id": f"ep-{n}", "title": ref[2:-2], "path": f"home/{ref[2:-2]}.md",
-            "heading": "", "date": "2026-02-01", "collection": "", "sensitive": n == 2,
-            "cited": n == 1, "text": text, "excerpt_sha256": "0" * 64, "note_version": "f" * 64,
-            "chunk_start": 0, "chunk_end": len(text),
-        }
-        for n, ref, text in [
-            (1, "[[Flat lease]]", "Graham agreed to return £1,030 of the deposit."),
-            (2, "[[Therapy notes]]", "Talked about the flat."),
-        ]
-    ],
-    "citations": [
-        {
-            "ref": "[[Flat lease]]", "item_id": "chunk-1", "episode_id": "ep-1",
-            "path": "home/Flat lease.md", "quote": "return £1,030", "support": "verbatim",
-            "source": 1,
-        }
-    ],
-    "grounding": {"cited": 1, "grounded": 1, "score": 1.0, "dropped": []},
-    "claim_check": {
-        "specifics": [{"text": "£1,030", "kind": "figure", "verdict": "supported",
-                       "ref": "[[Flat lease]]"}],
-        "dropped_claims": [],
-    },
-    "left_out": {"excerpts": 0, "citations": 0, "answer": False},
-}  # fmt: skip
+from .fake_reads import MemoryReads
 
 
-PERSONAS = pb.ListPersonasResponse(
-    personas=[
-        pb.Persona(
-            name="analyst",
-            description="Cited, careful answers.",
-            default_for_ask=True,
-            chunks=10,
-            channels=[common_pb2.CHANNEL_VECTOR, common_pb2.CHANNEL_KEYWORD],
-            stages=["plan", "retrieve", "synthesize", "ground_check"],
-            model_calls=2,
-            system_prompt="Answer from the notes.",
-        ),
-        pb.Persona(
-            name="friend",
-            description="Warm and brief.",
-            default_for_chat=True,
-            chunks=12,
-            channels=[common_pb2.CHANNEL_VECTOR],
-            stages=["retrieve", "synthesize"],
-            model_calls=1,
-            system_prompt="Be kind.",
-        ),
-        pb.Persona(
-            name="historian",
-            description="A user's own persona: dates first.",
-            chunks=15,
-            channels=[common_pb2.CHANNEL_VECTOR, common_pb2.CHANNEL_OBSERVATIONS],
-            time_window_days=365,
-            stages=["retrieve", "synthesize"],
-            model_calls=1,
-            system_prompt="Dates first.",
-        ),
-    ],
-    default_ask="analyst",
-    default_chat="friend",
-)
-
-
-# A day the fakes refuse as the orchestrator refuses a day after today (docs/as-of.md).
-FUTURE = "2999-01-01"
-
-
-def _check_as_of(as_of: str) -> None:
-    if as_of == FUTURE:
-        raise InvalidArgument(
-            f"as_of {as_of} is in the future: leave it out to read memory as it stands now"
-        )
-
-
-def _ask_response(request: pb.AskRequest) -> pb.AskResponse:
-    return pb.AskResponse(
-        as_of=request.as_of,
-        answer="".join(ANSWER_DRAFT),
-        citations=[CITATION],
-        persona=request.persona or "analyst",
-        grounding=pb.GroundingReport(cited=1, grounded=1, score=1.0),
-        stages=["plan", "retrieve", "synthesize", "ground_check"],
-        model="fake",
-        latency_ms=12.5,
-        turn_id="turn-ask",
-    )
-
-
-def _record(collection: str, fields: dict[str, Any], sensitive: bool = False) -> pb.MemoryRecord:
-    record = pb.MemoryRecord(
-        collection=collection, id=str(fields["id"]), citation=f"{collection}:x", sensitive=sensitive
-    )
-    json_format.ParseDict(fields, record.fields)
-    return record
-
-
-class MemoryReads:
-    """The orchestrator's memory reads over a fixed set: one person, two inbox items, one note
-    (edited once: two versions) and one sensitive one. Keeps the requests it saw. The read policy itself is tested on the
-    real orchestrator (services/orchestrator/tests/test_reads.py, tests/e2e/test_read_policy.py);
-    this fake only says no where the policy would."""
-
-    INBOX: ClassVar[list[dict[str, str]]] = [
-        {"id": "i1", "title": "Call the landlord", "status": "open", "date": "2026-03-02"},
-        {"id": "i2", "title": "Pay the allotment", "status": "done", "date": "2026-03-01"},
-    ]
-
-    def __init__(self) -> None:
-        self.queries: list[pb.QueryRecordsRequest] = []
-        self.reads: list[Any] = []
-
-    async def QueryRecords(
-        self, request: pb.QueryRecordsRequest, context: Context
-    ) -> pb.QueryRecordsResponse:
-        self.queries.append(request)
-        if request.collection not in ("inbox", "entities", "events"):
-            raise PermissionDenied(f"collection {request.collection!r} is not allowlisted")
-        if request.collection != "inbox":
-            return pb.QueryRecordsResponse()
-        return pb.QueryRecordsResponse(records=[_record("inbox", f) for f in self.INBOX])
-
-    async def PersonTimeline(
-        self, request: pb.PersonTimelineRequest, context: Context
-    ) -> pb.PersonTimelineResponse:
-        self.reads.append(request)
-        if request.person.casefold() not in ("graham", "graham-pearce"):
-            raise NotFound(f"no person or entity matches {request.person!r}")
-        return pb.PersonTimelineResponse(
-            entity=_record("entities", {"id": "graham", "name": "Graham"}),
-            entries=[pb.TimelineEntry(date="2026-02-01", item=ITEM)],
-        )
-
-    async def ListInbox(
-        self, request: pb.ListInboxRequest, context: Context
-    ) -> pb.ListInboxResponse:
-        self.reads.append(request)
-        items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
-        return pb.ListInboxResponse(items=[_record("inbox", f) for f in items])
-
-    async def GetNote(self, request: pb.GetNoteRequest, context: Context) -> pb.GetNoteResponse:
-        self.reads.append(request)
-        if not request.episode_id:
-            raise InvalidArgument("episode_id is required")
-        if request.episode_id == "ep-private" and not request.include_sensitive:
-            raise PermissionDenied(
-                "note ep-private is marked sensitive; ask with include_sensitive"
-            )
-        if request.episode_id not in ("ep-1", "ep-1@v1", "ep-private"):
-            raise NotFound(f"no note with episode_id {request.episode_id!r}")
-        earlier = request.episode_id == "ep-1@v1"  # the version before an edit (docs/as-of.md)
-        said = "Graham agreed to return £900 of the deposit." if earlier else ITEM.text
-        return pb.GetNoteResponse(
-            episode_id=request.episode_id,
-            title="Flat lease",
-            path="home/Flat lease.md",
-            date="2026-02-01",
-            tags=["home"],
-            sensitive=request.episode_id == "ep-private",
-            text=f"# Deposit\n{said}",
-            sections=[pb.NoteSection(id="chunk-1", ordinal=0, heading="Deposit", start=10, end=56)],
-            citation="[[Flat lease]]",
-            versions=self.VERSIONS if request.episode_id != "ep-private" else [],
-        )
-
-    # ep-1's versions: edited once, on 1 March.
-    VERSIONS: ClassVar[list[pb.NoteVersion]] = [
-        pb.NoteVersion(
-            episode_id="ep-1@v1",
-            number=1,
-            valid_from="2026-01-10T12:00:00Z",
-            valid_to="2026-03-01T12:00:00Z",
-        ),
-        pb.NoteVersion(episode_id="ep-1", number=2, valid_from="2026-03-01T12:00:00Z"),
-    ]
-
-    MEMO = b"RIFF" + bytes(range(256)) * 1200  # a voice memo's bytes: more than one piece
-
-    async def ReadNoteFile(
-        self, request: pb.ReadNoteFileRequest, context: Context
-    ) -> AsyncIterator[pb.ReadNoteFileResponse]:
-        self.reads.append(request)
-        if request.episode_id == "ep-1":
-            raise FailedPrecondition("home/Flat lease.md is not a voice memo or a PDF")
-        if request.episode_id != "ep-memo":
-            # Unknown or sensitive notes fail as their text does.
-            asked = pb.GetNoteRequest(
-                episode_id=request.episode_id, include_sensitive=request.include_sensitive
-            )
-            await self.GetNote(asked, context)
-        yield pb.ReadNoteFileResponse(
-            content_type="audio/wav", size=len(self.MEMO), name="2026-03-14 walk memo.wav"
-        )
-        for start in range(0, len(self.MEMO), 256 * 1024):
-            yield pb.ReadNoteFileResponse(data=self.MEMO[start : start + 256 * 1024])
-
-
-class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer):
+class FakeOrchestrator(
+    FakeAsks, FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.OrchestratorServiceServicer
+):
     """Conversations, threads and turns in memory; chat replies from a script.
 
     Personas: analyst (ask default), friend (chat default) and a user's own, historian.
@@ -319,75 +65,15 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
         # Set when the thread is deleted, ending its watches.
         self.thread_gone: dict[str, asyncio.Event] = {}
         self.chat_requests: list[pb.ChatRequest] = []
-        self.ask_requests: list[pb.AskRequest] = []  # Ask's and AskStream's
         self.turn_requests: list[pb.CreateTurnRequest] = []
         # GetConversation and ListTurns requests: replays of stored answers (issue 11).
         self.replay_requests: list[pb.GetConversationRequest | pb.ListTurnsRequest] = []
-        self.request_ids: list[str] = []
         self.evidence_requests: list[pb.GetEvidenceRequest] = []
         self.cancelled = threading.Event()
-        self.ask_cancelled = threading.Event()
         self.forgotten = False
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-{next(self.ids)}"
-
-    def _note_request_id(self, context: Context) -> None:
-        for key, value in context.invocation_metadata() or ():
-            if key == "x-request-id":
-                self.request_ids.append(str(value))
-
-    async def _ask_magic(self, request: pb.AskRequest, context: Context) -> None:
-        """What Ask and AskStream do before their first word."""
-        self._note_request_id(context)
-        self.ask_requests.append(request)
-        _check_as_of(request.as_of)
-        if request.question.startswith("status:"):
-            await context.abort(grpc.StatusCode[request.question[7:]], "as asked")
-        if request.question == "slow":
-            try:
-                await asyncio.sleep(60)
-            except asyncio.CancelledError:
-                self.ask_cancelled.set()
-                raise
-
-    async def Ask(self, request: pb.AskRequest, context: Context) -> pb.AskResponse:
-        await self._ask_magic(request, context)
-        return _ask_response(request)
-
-    async def AskStream(
-        self, stream_request: pb.AskStreamRequest, context: Context
-    ) -> AsyncIterator[pb.AskStreamResponse]:
-        request = stream_request.ask
-        await self._ask_magic(request, context)
-        persona = request.persona or "analyst"
-        yield pb.AskStreamResponse(
-            started=pb.AskStarted(
-                model="fake", persona=persona, sources=[CITATION.ref], source_paths=[CITATION.path]
-            )
-        )
-        if request.question == "fail after":
-            yield pb.AskStreamResponse(delta="Half a ")
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "reasoner gone")
-        if request.question == "second look":
-            yield pb.AskStreamResponse(delta="I don't know.")
-            yield pb.AskStreamResponse(redraft=pb.AskRedraft(reason="reading all 4 sources"))
-        if request.question == "slow words":
-            try:
-                for n in range(100_000):
-                    yield pb.AskStreamResponse(delta=f"{n} ")
-                    await asyncio.sleep(0.02)
-            except STREAM_CANCELLED:
-                self.ask_cancelled.set()
-                raise
-        for piece in ANSWER_DRAFT:
-            yield pb.AskStreamResponse(delta=piece)
-        yield pb.AskStreamResponse(result=_ask_response(request))
-
-    async def ListLoggedAsks(
-        self, request: pb.ListLoggedAsksRequest, context: Context
-    ) -> pb.ListLoggedAsksResponse:
-        return pb.ListLoggedAsksResponse(asks=LOGGED_ASKS[: request.limit or None])
 
     async def Chat(
         self, request: pb.ChatRequest, context: Context
@@ -456,7 +142,7 @@ class FakeOrchestrator(FakeBeliefs, MemoryReads, orchestrator_pb2_grpc.Orchestra
 
     async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
         self.reads.append(request)
-        _check_as_of(request.filters.as_of)
+        check_as_of(request.filters.as_of)
         return pb.SearchResponse(items=[ITEM], turn_id="turn-search")
 
     async def ListConversations(

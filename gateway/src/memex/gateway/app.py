@@ -21,7 +21,7 @@ from memex.gateway.clients import open_clients
 from memex.gateway.config import GatewaySettings
 from memex.gateway.continuations import Continuations
 from memex.gateway.middleware import BodyLimit, RequestContext
-from memex.gateway.models import ErrorBody
+from memex.gateway.models.common import ErrorBody
 from memex.gateway.routes import (
     admin,
     ask,

@@ -18,9 +18,12 @@ from typing import Any
 import grpc
 from pydantic import BaseModel
 
-from memex.gateway import convert, models, present
+from memex.gateway import convert, present
 from memex.gateway.chat_codes import status_of
 from memex.gateway.errors import ApiError
+from memex.gateway.models.ask import AskRedraft, AskStarted
+from memex.gateway.models.chat import ChatCitations, ChatDelta, ChatDone, ChatError, ChatMeta
+from memex.gateway.models.turns import ThreadEnded, TurnEvent
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 log = logging.getLogger(__name__)
@@ -42,27 +45,25 @@ def to_event(message: opb.ChatResponse) -> Event:
     kind = message.WhichOneof("event")
     if kind == "meta":
         m = message.meta
-        return "meta", models.ChatMeta(
-            conversation_id=m.conversation_id, model=m.model, persona=m.persona
-        )
+        return "meta", ChatMeta(conversation_id=m.conversation_id, model=m.model, persona=m.persona)
     if kind == "delta":
-        return "delta", models.ChatDelta(text=message.delta)
+        return "delta", ChatDelta(text=message.delta)
     if kind == "citations":
         c = message.citations
-        return "citations", models.ChatCitations(
+        return "citations", ChatCitations(
             citations=present.citations(c.citations), withheld=c.withheld
         )
     if kind == "done":
         d = message.done
-        return "done", models.ChatDone(
+        return "done", ChatDone(
             message_id=d.message_id,
             latency_ms=d.latency_ms,
             chunks_considered=d.chunks_considered,
         )
     if kind == "error":
         e = message.error
-        return "error", models.ChatError(code=status_of(e.code).name, message=e.message)
-    return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
+        return "error", ChatError(code=status_of(e.code).name, message=e.message)
+    return "error", ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
 def ask_event(message: opb.AskStreamResponse) -> Event:
@@ -70,19 +71,19 @@ def ask_event(message: opb.AskStreamResponse) -> Event:
     kind = message.WhichOneof("event")
     if kind == "started":
         s = message.started
-        return "started", models.AskStarted(
+        return "started", AskStarted(
             model=s.model,
             persona=s.persona,
             sources=list(s.sources),
             source_paths=list(s.source_paths),
         )
     if kind == "delta":
-        return "delta", models.ChatDelta(text=message.delta)
+        return "delta", ChatDelta(text=message.delta)
     if kind == "redraft":
-        return "redraft", models.AskRedraft(reason=message.redraft.reason)
+        return "redraft", AskRedraft(reason=message.redraft.reason)
     if kind == "result":
         return "result", convert.ask(message.result)
-    return "error", models.ChatError(code="INTERNAL", message="the orchestrator sent no event")
+    return "error", ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
 class EventStream:
@@ -128,7 +129,7 @@ class EventStream:
                 except grpc.aio.AioRpcError as exc:
                     failure = ApiError.from_rpc(exc)
                     self._ended = True
-                    yield "error", models.ChatError(code=failure.code.name, message=failure.message)
+                    yield "error", ChatError(code=failure.code.name, message=failure.message)
                     return
                 if message is grpc.aio.EOF:
                     self._ended = True
@@ -137,7 +138,7 @@ class EventStream:
                         return
                     yield (
                         "error",
-                        models.ChatError(
+                        ChatError(
                             code="INTERNAL", message="the reply ended before it was finished"
                         ),
                     )
@@ -171,7 +172,7 @@ async def open_stream(
     first = convert_event(message)
     if first[0] == "error":
         call.cancel()
-        assert isinstance(first[1], models.ChatError)
+        assert isinstance(first[1], ChatError)
         raise ApiError(status_code(first[1].code), first[1].message)
     return EventStream(call, first, convert_event, terminal, end)
 
@@ -190,11 +191,11 @@ async def open_ask(call: Any) -> EventStream:
 
 def turn_event(message: opb.WatchThreadResponse) -> Event:
     """A proto thread change as the API's ``turn`` event."""
-    return "turn", models.TurnEvent(turn=convert.turn(message.turn), current=message.current)
+    return "turn", TurnEvent(turn=convert.turn(message.turn), current=message.current)
 
 
 async def open_watch(call: Any, thread_id: str) -> EventStream:
     """Waits for a started WatchThread ``call``'s first turn; raises ApiError for a failure
     before it (404 unknown thread). A clean end is the thread deleted: ``deleted``."""
-    end = ("deleted", models.ThreadEnded(thread_id=thread_id))
+    end = ("deleted", ThreadEnded(thread_id=thread_id))
     return await open_stream(call, turn_event, frozenset(), end)

@@ -3,7 +3,11 @@ shares (citations, hits, records, notes) convert themselves in ``memex.gateway.p
 
 from __future__ import annotations
 
-from memex.gateway import models
+from memex.gateway.models.ask import AskResponse, CheckedSpecific, Grounding
+from memex.gateway.models.common import Role
+from memex.gateway.models.conversations import Conversation, ConversationMessage
+from memex.gateway.models.personas import Persona, PersonaList
+from memex.gateway.models.turns import Thread, Turn
 from memex.gateway.present import citations
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.shared.channels import CHANNEL_NAMES
@@ -14,19 +18,19 @@ def _enum_word(name: str, prefix: str) -> str:
     return name.removeprefix(prefix).lower()
 
 
-def ask(reply: opb.AskResponse) -> models.AskResponse:
+def ask(reply: opb.AskResponse) -> AskResponse:
     g = reply.grounding
-    return models.AskResponse(
+    return AskResponse(
         answer=reply.answer,
         citations=citations(reply.citations),
         persona=reply.persona,
-        grounding=models.Grounding(
+        grounding=Grounding(
             cited=g.cited,
             grounded=g.grounded,
             score=g.score,
             dropped=list(g.dropped),
             specifics=[
-                models.CheckedSpecific(text=s.text, kind=s.kind, verdict=s.verdict, ref=s.ref)
+                CheckedSpecific(text=s.text, kind=s.kind, verdict=s.verdict, ref=s.ref)
                 for s in g.specifics
             ],
             dropped_claims=list(g.dropped_claims),
@@ -43,12 +47,12 @@ def ask(reply: opb.AskResponse) -> models.AskResponse:
     )
 
 
-def _role(role: opb.MessageRole.ValueType) -> models.Role:
+def _role(role: opb.MessageRole.ValueType) -> Role:
     return _enum_word(opb.MessageRole.Name(role), "MESSAGE_ROLE_")  # type: ignore[return-value]
 
 
-def conversation(c: opb.Conversation) -> models.Conversation:
-    return models.Conversation(
+def conversation(c: opb.Conversation) -> Conversation:
+    return Conversation(
         id=c.id,
         title=c.title,
         persona=c.persona,
@@ -58,8 +62,8 @@ def conversation(c: opb.Conversation) -> models.Conversation:
     )
 
 
-def message(m: opb.ConversationMessage) -> models.ConversationMessage:
-    return models.ConversationMessage(
+def message(m: opb.ConversationMessage) -> ConversationMessage:
+    return ConversationMessage(
         id=m.id,
         role=_role(m.role),
         text=m.text,
@@ -71,8 +75,8 @@ def message(m: opb.ConversationMessage) -> models.ConversationMessage:
     )
 
 
-def turn(t: opb.Turn) -> models.Turn:
-    return models.Turn(
+def turn(t: opb.Turn) -> Turn:
+    return Turn(
         id=t.id,
         thread_id=t.thread_id,
         role=_role(t.role),
@@ -85,12 +89,12 @@ def turn(t: opb.Turn) -> models.Turn:
     )
 
 
-def thread(t: opb.Thread) -> models.Thread:
-    return models.Thread(id=t.id, title=t.title, created_at=t.created_at)
+def thread(t: opb.Thread) -> Thread:
+    return Thread(id=t.id, title=t.title, created_at=t.created_at)
 
 
-def persona(p: opb.Persona) -> models.Persona:
-    return models.Persona(
+def persona(p: opb.Persona) -> Persona:
+    return Persona(
         name=p.name,
         description=p.description,
         default_for_ask=p.default_for_ask,
@@ -106,8 +110,8 @@ def persona(p: opb.Persona) -> models.Persona:
     )
 
 
-def personas(reply: opb.ListPersonasResponse) -> models.PersonaList:
-    return models.PersonaList(
+def personas(reply: opb.ListPersonasResponse) -> PersonaList:
+    return PersonaList(
         personas=[persona(p) for p in reply.personas],
         default_ask=reply.default_ask,
         default_chat=reply.default_chat,

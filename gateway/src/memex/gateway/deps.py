@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 
 from memex.gateway.clients import Clients
 from memex.gateway.config import GatewaySettings
-from memex.gateway.models import ErrorBody
+from memex.gateway.models.common import ErrorBody
 
 
 def clients(request: Request) -> Clients:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models import Int, Strict
+from memex.gateway.models.common import Int, Strict
 from memex.gateway.present import SupportName, support_name
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 

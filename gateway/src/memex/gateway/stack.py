@@ -1,23 +1,30 @@
 """The stack: which services run, on which loopback ports, with which settings.
 
 One place turns the stack settings (``MEMEX_...``) into each service's own environment
-(``MEMEX_<STAGE>_...``), so the supervisor, the CLI and tests agree on addresses.
+(``MEMEX_<STAGE>_...``), so the supervisor, the CLI and tests agree on addresses. Each process is
+defined in ``stack_processes`` (memex's own, and PostgreSQL) or ``stack_weaviate`` (the Weaviate
+server or cluster); ``stack_services`` here puts them in start order.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import grpc
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memex.gateway.stack_processes import (
+    ServiceDef,
+    gateway_service,
+    grpc_service,
+    postgres_service,
+    worker_service,
+)
+from memex.gateway.stack_weaviate import node_port, retrieval_store_env, weaviate_services
 from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
 from memex.shared.testing import free_ports
@@ -142,9 +149,9 @@ class StackSettings(BaseSettings):
             for kind in kinds:
                 # On one host Weaviate finds a peer's Raft RPC port at its Raft port + 1.
                 port = (
-                    _node_port(self, "raft", node) + 1
+                    node_port(self, "raft", node) + 1
                     if kind == "raft_rpc"
-                    else _node_port(self, kind, node)
+                    else node_port(self, kind, node)
                 )
                 ports[f"MEMEX_WEAVIATE_{kind.upper()}_PORT{offset}"] = port
         return ports
@@ -222,182 +229,18 @@ class StackSettings(BaseSettings):
         return f"{self.host}:{self.reasoner_port}"
 
 
-NO_CONNECTION = ("failed to connect", "connections to all backends failing")
-"""How a channel's UNAVAILABLE begins when no address answered: gRPC's pick_first and round_robin
-policies say it differently (memex's channels round-robin, see ``memex.shared.client``)."""
-
-
-def unreachable(exc: grpc.aio.AioRpcError) -> bool:
-    """Whether a call failed because nothing answered at the address (memex is not running),
-    rather than a running service answering UNAVAILABLE for a stage behind it."""
-    return exc.code() == grpc.StatusCode.UNAVAILABLE and (exc.details() or "").startswith(
-        NO_CONNECTION
-    )
-
-
-def not_running_message(address: str, what: str = "stack") -> str:
-    """What every surface says when nothing answers: which address, and how to start memex."""
-    return (
-        f"memex isn't running (no answer from the {what} at {address}) — start it with `memex up`"
-    )
-
-
-@dataclass(frozen=True)
-class ServiceDef:
-    """One service process of the stack."""
-
-    name: str
-    module: str
-    address: str
-    health_service: str
-    env: dict[str, str] = field(default_factory=dict)
-    health_url: str | None = None
-    """Set for a non-gRPC process (Weaviate): healthy when this URL answers 2xx."""
-    group: str = ""
-    """Services of one group (a Weaviate cluster's nodes) are started together, then checked."""
-
-
-def weaviate_services(settings: StackSettings) -> list[ServiceDef]:
-    """The Weaviate server (`make weaviate` builds it), or one process per node of a cluster
-    (``weaviate-0``, ...: node i on node 0's ports + i x ``weaviate_port_step``, its own data
-    directory); a node's health is its readiness probe."""
-    if settings.weaviate_nodes == 1:
-        ports = {
-            f"MEMEX_WEAVIATE_{kind.upper()}_PORT": str(getattr(settings, f"weaviate_{kind}_port"))
-            for kind in ("gossip", "data", "raft", "raft_rpc")
-        }
-        return [_weaviate_node(settings, "weaviate", 0, settings.weaviate_dir / "data", ports)]
-    peers = ",".join(
-        f"node{i}:{_node_port(settings, 'gossip', i)}:{_node_port(settings, 'raft', i)}"
-        for i in range(settings.weaviate_nodes)
-    )
-    return [
-        _weaviate_node(
-            settings,
-            f"weaviate-{i}",
-            i,
-            settings.weaviate_dir / f"node{i}",
-            {
-                "MEMEX_WEAVIATE_NODE_NAME": f"node{i}",
-                "MEMEX_WEAVIATE_PEERS": peers,
-                "MEMEX_WEAVIATE_GOSSIP_PORT": str(_node_port(settings, "gossip", i)),
-                "MEMEX_WEAVIATE_DATA_PORT": str(_node_port(settings, "data", i)),
-                "MEMEX_WEAVIATE_RAFT_PORT": str(_node_port(settings, "raft", i)),
-                # On one host Weaviate finds a peer's Raft RPC port at its Raft port + 1.
-                "MEMEX_WEAVIATE_RAFT_RPC_PORT": str(_node_port(settings, "raft", i) + 1),
-            },
-        )
-        for i in range(settings.weaviate_nodes)
-    ]
-
-
-def _node_port(settings: StackSettings, kind: str, node: int) -> int:
-    port = int(getattr(settings, f"weaviate_{kind}_port")) + node * settings.weaviate_port_step
-    if port > 65535:
-        raise ValueError(f"Weaviate node {node}'s {kind} port {port} is beyond 65535")
-    return port
-
-
-def _weaviate_node(
-    settings: StackSettings, name: str, node: int, data_dir: Path, extra: dict[str, str]
-) -> ServiceDef:
-    """One Weaviate process; ``extra`` is its cluster (or single-node) ports and peers."""
-    host, port = settings.host, _node_port(settings, "http", node)
-    return ServiceDef(
-        name=name,
-        module="memex.retrieval.weaviate_server",
-        address=f"{host}:{port}",
-        health_service="",
-        health_url=f"http://{host}:{port}/v1/.well-known/ready",
-        env={
-            "MEMEX_WEAVIATE_HOST": host,
-            "MEMEX_WEAVIATE_HTTP_PORT": str(port),
-            "MEMEX_WEAVIATE_GRPC_PORT": str(_node_port(settings, "grpc", node)),
-            "MEMEX_WEAVIATE_DATA_DIR": str(data_dir),
-            "MEMEX_WEAVIATE_API_KEY": settings.weaviate_api_key(),
-            **extra,
-        },
-        # Raft waits for every voter, so a cluster's nodes start together, then are checked.
-        group="weaviate" if settings.weaviate_nodes > 1 else "",
-    )
-
-
-REPLICATION_FACTOR = 3
-"""Copies of memex's collections on a cluster: any one node can go, a QUORUM (2) remains."""
-
-
-def retrieval_store_env(settings: StackSettings) -> dict[str, str]:
-    """The retrieval service's backend settings (``MEMEX_RETRIEVAL_STORE`` and, for Weaviate,
-    where it runs, its key, and on a cluster the other nodes and the replication factor)."""
-    if settings.store != "weaviate":
-        return {"MEMEX_RETRIEVAL_STORE": settings.store}
-    env = {
-        "MEMEX_RETRIEVAL_STORE": "weaviate",
-        "MEMEX_RETRIEVAL_WEAVIATE_HOST": settings.host,
-        "MEMEX_RETRIEVAL_WEAVIATE_HTTP_PORT": str(settings.weaviate_http_port),
-        "MEMEX_RETRIEVAL_WEAVIATE_GRPC_PORT": str(settings.weaviate_grpc_port),
-        "MEMEX_RETRIEVAL_WEAVIATE_API_KEY": settings.weaviate_api_key(),
-    }
-    if settings.weaviate_nodes > 1:
-        others = range(1, settings.weaviate_nodes)
-        env["MEMEX_RETRIEVAL_WEAVIATE_NODES"] = ",".join(
-            f"{settings.host}:{_node_port(settings, 'http', i)}:{_node_port(settings, 'grpc', i)}"
-            for i in others
-        )
-        env["MEMEX_RETRIEVAL_WEAVIATE_REPLICATION_FACTOR"] = str(REPLICATION_FACTOR)
-    return env
-
-
-def _grpc_service(settings: StackSettings, stage: str, **env: str) -> ServiceDef:
-    """One of memex's own gRPC services: ``python -m memex.<stage>`` on its stack ports."""
-    prefix = f"MEMEX_{stage.upper()}_"
-    return ServiceDef(
-        name=stage,
-        module=f"memex.{stage}",
-        address=f"{settings.host}:{getattr(settings, f'{stage}_port')}",
-        health_service=f"memex.{stage}.v1.{stage.capitalize()}Service",
-        env={
-            f"{prefix}HOST": settings.host,
-            f"{prefix}PORT": str(getattr(settings, f"{stage}_port")),
-            f"{prefix}METRICS_PORT": str(getattr(settings, f"{stage}_metrics_port")),
-            **{f"{prefix}{name.upper()}": value for name, value in env.items()},
-        },
-    )
-
-
-def gateway_service(settings: StackSettings, upstream: list[ServiceDef]) -> ServiceDef:
-    """The HTTP gateway, last: its deep health check asks every service started before it."""
-    host, port = settings.host, settings.gateway_port
-    checks = {s.name: s.health_url or s.address for s in upstream if s.health_url or s.address}
-    return ServiceDef(
-        name="gateway",
-        module="memex.gateway",
-        address=f"{host}:{port}",
-        health_service="",
-        health_url=f"http://{host}:{port}/healthz",
-        env={
-            "MEMEX_GATEWAY_HOST": host,
-            "MEMEX_GATEWAY_PORT": str(port),
-            "MEMEX_GATEWAY_ORCHESTRATOR_ADDR": settings.orchestrator_addr,
-            "MEMEX_GATEWAY_RETRIEVAL_ADDR": settings.retrieval_addr,
-            "MEMEX_GATEWAY_KEYS_FILE": str(settings.data_dir / "gateway" / "keys.json"),
-            "MEMEX_GATEWAY_HEALTH_CHECKS": json.dumps(checks),
-        },
-    )
-
-
 def stack_services(settings: StackSettings) -> list[ServiceDef]:
     """The services in start order (a service starts after those it calls). The reasoner's
     engine and model come from the MEMEX_REASONER_* variables the stack inherits."""
     stores = weaviate_services(settings) if settings.store == "weaviate" else []
-    retrieval = _grpc_service(
+    retrieval = grpc_service(
         settings,
         "retrieval",
         embedding_addr=settings.embedding_addr,
         store_dir=str(settings.data_dir / "retrieval"),
     )
     retrieval.env.update(retrieval_store_env(settings))
-    orchestrator = _grpc_service(
+    orchestrator = grpc_service(
         settings,
         "orchestrator",
         retrieval_addr=settings.retrieval_addr,
@@ -410,47 +253,13 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         orchestrator.env["MEMEX_ORCHESTRATOR_STATE_URL"] = settings.postgres_url
     services = [
         *stores,
-        _grpc_service(settings, "embedding"),
+        grpc_service(settings, "embedding"),
         retrieval,
-        _grpc_service(settings, "reasoner"),
+        grpc_service(settings, "reasoner"),
         orchestrator,
         worker_service(settings, orchestrator),
     ]
     return [*services, gateway_service(settings, services)]
-
-
-def postgres_service(settings: StackSettings) -> ServiceDef:
-    """The local PostgreSQL of ``--state postgres`` (``memex.orchestrator.postgres_server``):
-    created once in ``postgres_dir``, on loopback; healthy once its memex database accepts
-    connections (its launcher's gRPC health)."""
-    return ServiceDef(
-        name="postgres",
-        module="memex.orchestrator.postgres_server",
-        address=f"{settings.host}:{settings.postgres_health_port}",
-        health_service="",
-        env={
-            "MEMEX_POSTGRES_HOST": settings.host,
-            "MEMEX_POSTGRES_PORT": str(settings.postgres_port),
-            "MEMEX_POSTGRES_HEALTH_PORT": str(settings.postgres_health_port),
-            "MEMEX_POSTGRES_DIR": str(settings.postgres_dir),
-        },
-    )
-
-
-def worker_service(settings: StackSettings, orchestrator: ServiceDef) -> ServiceDef:
-    """The queued-turn chat worker (SPEC B13): the orchestrator's settings and state, its own
-    health and metrics ports. It serves only gRPC health, so the whole server's status is probed."""
-    return ServiceDef(
-        name="worker",
-        module="memex.orchestrator.worker",
-        address=f"{settings.host}:{settings.worker_port}",
-        health_service="",
-        env={
-            **orchestrator.env,
-            "MEMEX_ORCHESTRATOR_WORKER_PORT": str(settings.worker_port),
-            "MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT": str(settings.worker_metrics_port),
-        },
-    )
 
 
 def private_stack_env(data_dir: Path, **extra: str) -> dict[str, str]:

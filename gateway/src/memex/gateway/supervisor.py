@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from memex.gateway.stack import ServiceDef, StackSettings, stack_services
+from memex.gateway.stack import StackSettings, stack_services
+from memex.gateway.stack_processes import ServiceDef
 from memex.gateway.supervisor_metrics import SupervisorMetrics
 from memex.shared.health import check, check_http
 

@@ -17,20 +17,16 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from memex.gateway.cli import eval_report, eval_search, rpc
-from memex.gateway.cli.eval_scoring import (
-    Logged,
-    Outcome,
+from memex.gateway.cli.eval_questions import (
     Question,
     QuestionFileError,
-    compare,
-    judge,
     load_queries,
     needs_queries,
     parse_questions,
-    replay_set,
     resolve_queries,
-    summarize,
 )
+from memex.gateway.cli.eval_replay import Logged, compare, replay_set
+from memex.gateway.cli.eval_scoring import Outcome, judge, summarize
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc

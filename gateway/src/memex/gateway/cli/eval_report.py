@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memex.gateway.cli.eval_scoring import LEADING, Change, Rate, Row, Summary, squash
+from memex.gateway.cli.eval_replay import Change, squash
+from memex.gateway.cli.eval_scoring import LEADING, Rate, Row, Summary
 
 EXCERPT = 160
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memex.gateway.cli.eval_questions import Question
 from memex.gateway.cli.eval_report import rate_dict, rate_text
-from memex.gateway.cli.eval_scoring import Question, Rate, gold_position, percentile
+from memex.gateway.cli.eval_scoring import Rate, gold_position, percentile
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import grpc
 
-from memex.gateway.stack import StackSettings, unreachable
+from memex.gateway.reachability import unreachable
+from memex.gateway.stack import StackSettings
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.client import open_channel
 

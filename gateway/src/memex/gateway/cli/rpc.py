@@ -17,7 +17,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from memex.gateway.stack import not_running_message, unreachable
+from memex.gateway.reachability import not_running_message, unreachable
 from memex.shared.client import open_channel
 from memex.shared.errors import InvalidArgument, MemexError, NotFound, PermissionDenied
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memex.gateway.stack import StackSettings, not_running_message, unreachable
+from memex.gateway.reachability import not_running_message, unreachable
+from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
 

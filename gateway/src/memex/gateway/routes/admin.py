@@ -7,8 +7,9 @@ import asyncio
 
 from fastapi import APIRouter, Depends, Path, Response
 
-from memex.gateway import apikeys, models
+from memex.gateway import apikeys
 from memex.gateway.deps import ERRORS, SettingsDep
+from memex.gateway.models.admin import KeyCreate, KeyCreated, KeyInfo, KeyList
 from memex.gateway.security import admin
 
 router = APIRouter(
@@ -17,8 +18,8 @@ router = APIRouter(
 KeyName = Path(min_length=1, max_length=64, description="A key's name.")
 
 
-def _info(key: apikeys.ApiKey) -> models.KeyInfo:
-    return models.KeyInfo(
+def _info(key: apikeys.ApiKey) -> KeyInfo:
+    return KeyInfo(
         name=key.name,
         tenant=key.tenant,
         hint=key.hint,
@@ -28,8 +29,8 @@ def _info(key: apikeys.ApiKey) -> models.KeyInfo:
     )
 
 
-@router.post("/keys", status_code=201, response_model=models.KeyCreated, summary="Make a key")
-async def create_key(s: SettingsDep, body: models.KeyCreate) -> models.KeyCreated:
+@router.post("/keys", status_code=201, response_model=KeyCreated, summary="Make a key")
+async def create_key(s: SettingsDep, body: KeyCreate) -> KeyCreated:
     """Makes a key for a tenant and returns its token, the only time it is shown. 400 for a bad
     name or tenant, 409 when the name is taken; 403 unless the caller's key is an admin's."""
     token, made = await asyncio.to_thread(
@@ -40,14 +41,14 @@ async def create_key(s: SettingsDep, body: models.KeyCreate) -> models.KeyCreate
         tenant=body.tenant,
         admin=body.admin,
     )
-    return models.KeyCreated(**_info(made).model_dump(), token=token)
+    return KeyCreated(**_info(made).model_dump(), token=token)
 
 
-@router.get("/keys", response_model=models.KeyList, summary="List keys")
-async def list_keys(s: SettingsDep) -> models.KeyList:
+@router.get("/keys", response_model=KeyList, summary="List keys")
+async def list_keys(s: SettingsDep) -> KeyList:
     """Every key of every tenant, without secrets."""
     keys = await asyncio.to_thread(apikeys.load_keys, s.keys_file)
-    return models.KeyList(keys=[_info(k) for k in keys])
+    return KeyList(keys=[_info(k) for k in keys])
 
 
 @router.delete("/keys/{name}", status_code=204, response_class=Response, summary="Revoke a key")

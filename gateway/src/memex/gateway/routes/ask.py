@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from memex.gateway import convert, models, reads
+from memex.gateway import convert, reads
 from memex.gateway.chat_stream import open_ask
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
+from memex.gateway.models.ask import AskRequest, AskResponse, SearchRequest, SearchResponse
 from memex.gateway.present import SearchHit
 from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
 from memex.gateway.security import TenantDep, caller, sensitive_grant
@@ -29,7 +30,7 @@ ASK_EVENT = sse_schema(["started", "delta", "redraft", "result", "error"])
 
 @router.post(
     "/ask",
-    response_model=models.AskResponse,
+    response_model=AskResponse,
     summary="A cited answer from memory (optionally streamed as server-sent events)",
     responses={
         200: {
@@ -42,9 +43,9 @@ async def ask(
     c: ClientsDep,
     s: SettingsDep,
     tenant: TenantDep,
-    body: models.AskRequest,
+    body: AskRequest,
     request: Request,
-) -> models.AskResponse | StreamResponse:
+) -> AskResponse | StreamResponse:
     """One-shot agentic ask: plan, retrieve, synthesize, ground-check. Writes no conversation.
     Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403),
     the rule of reads: the answer and its quotes go to the caller. With `as_of`, the answer comes
@@ -75,13 +76,13 @@ async def ask(
     return convert.ask(reply)
 
 
-@router.post("/search", response_model=models.SearchResponse, summary="Hybrid search")
+@router.post("/search", response_model=SearchResponse, summary="Hybrid search")
 async def search(
     c: ClientsDep,
     tenant: TenantDep,
-    body: models.SearchRequest,
+    body: SearchRequest,
     request: Request,
-) -> models.SearchResponse:
+) -> SearchResponse:
     """Vector, keyword and graph search fused, with each channel's rank and score per item.
     Sensitive items only with `include_sensitive` and a caller allowed them (else 403). With
     `as_of`, the memory as it stood at the end of that day: an earlier version of a note is a
@@ -104,6 +105,6 @@ async def search(
             where=where,
         )
     )
-    return models.SearchResponse(
+    return SearchResponse(
         items=[SearchHit.from_proto(i) for i in reply.items], turn_id=reply.turn_id
     )

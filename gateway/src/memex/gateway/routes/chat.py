@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
-from memex.gateway import metrics, models
+from memex.gateway import metrics
 from memex.gateway.chat_stream import EventStream, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
+from memex.gateway.models.chat import ChatRequest
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -86,7 +87,7 @@ async def chat(
     c: ClientsDep,
     s: SettingsDep,
     tenant: TenantDep,
-    body: models.ChatRequest,
+    body: ChatRequest,
     request: Request,
 ) -> StreamResponse:
     """Streams one reply in a conversation (a new one when conversation_id is empty).

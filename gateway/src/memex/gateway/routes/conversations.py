@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
-from memex.gateway import convert, models
+from memex.gateway import convert
 from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.models.conversations import ConversationDetail, ConversationList
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -18,22 +19,20 @@ router = APIRouter(
 ConversationId = Path(min_length=1, max_length=128, description="A conversation id.")
 
 
-@router.get("", response_model=models.ConversationList, summary="List conversations")
+@router.get("", response_model=ConversationList, summary="List conversations")
 async def list_conversations(
     c: ClientsDep,
     tenant: TenantDep,
     limit: int = Query(50, ge=1, le=1000),
-) -> models.ConversationList:
+) -> ConversationList:
     """Conversations, most recently updated first."""
     reply = await c.orchestrator.ListConversations(
         opb.ListConversationsRequest(tenant=tenant, limit=limit)
     )
-    return models.ConversationList(
-        conversations=[convert.conversation(x) for x in reply.conversations]
-    )
+    return ConversationList(conversations=[convert.conversation(x) for x in reply.conversations])
 
 
-@router.get("/{conversation_id}", response_model=models.ConversationDetail, summary="Replay one")
+@router.get("/{conversation_id}", response_model=ConversationDetail, summary="Replay one")
 async def get_conversation(
     c: ClientsDep,
     tenant: TenantDep,
@@ -44,7 +43,7 @@ async def get_conversation(
         description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
         "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
     ),
-) -> models.ConversationDetail:
+) -> ConversationDetail:
     """A conversation with its messages and their citations; 404 for an unknown id."""
     reply = await c.orchestrator.GetConversation(
         opb.GetConversationRequest(
@@ -53,7 +52,7 @@ async def get_conversation(
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
     )
-    return models.ConversationDetail(
+    return ConversationDetail(
         conversation=convert.conversation(reply.conversation),
         messages=[convert.message(m) for m in reply.messages],
     )

@@ -37,12 +37,24 @@ import grpc
 from fastapi import APIRouter, Depends, Path, Request
 from sse_starlette import ServerSentEvent
 
-from memex.gateway import metrics, models
+from memex.gateway import metrics
 from memex.gateway.chat_stream import EventStream, open_chat, status_code
 from memex.gateway.continuations import Continuations, Turn
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
+from memex.gateway.models.chat import ChatCitations, ChatDelta, ChatDone, ChatError, ChatMeta
+from memex.gateway.models.common import MAX_TEXT, ErrorBody
+from memex.gateway.models.openai_compat import (
+    ChatCompletion,
+    ChatCompletionRequest,
+    CompletionChoice,
+    CompletionMessage,
+    MemexExtension,
+    Model,
+    ModelList,
+    ModelPersona,
+)
 from memex.gateway.routes.chat import StreamResponse, ping, sse_schema
 from memex.gateway.routes.personas import list_personas
 from memex.gateway.security import TenantDep, caller, sensitive_grant
@@ -84,7 +96,7 @@ def unknown_model(model: str, served: Mapping[str, opb.Persona]) -> ApiError:
     )
 
 
-def persona_of(body: models.ChatCompletionRequest, served: Mapping[str, opb.Persona]) -> str:
+def persona_of(body: ChatCompletionRequest, served: Mapping[str, opb.Persona]) -> str:
     """The persona: the extension's, else the one ``model`` names; empty for "memex", so the
     orchestrator applies its chat default. A model not in ``served`` is a 404."""
     if body.model not in served:
@@ -94,30 +106,28 @@ def persona_of(body: models.ChatCompletionRequest, served: Mapping[str, opb.Pers
     return "" if body.model == DEFAULT_MODEL else served[body.model].name
 
 
-def model_entry(model_id: str, persona: opb.Persona) -> models.Model:
+def model_entry(model_id: str, persona: opb.Persona) -> Model:
     """One served model in OpenAI's shape."""
-    return models.Model(
+    return Model(
         id=model_id,
         created=STARTED,
-        memex=models.ModelPersona(persona=persona.name, description=persona.description),
+        memex=ModelPersona(persona=persona.name, description=persona.description),
     )
 
 
-@router.get("/models", response_model=models.ModelList, summary="OpenAI-compatible model list")
-async def list_models(c: ClientsDep) -> models.ModelList:
+@router.get("/models", response_model=ModelList, summary="OpenAI-compatible model list")
+async def list_models(c: ClientsDep) -> ModelList:
     """The models `model` takes in chat completions: `memex` (the chat default persona) and
     `memex/<persona>` for every persona."""
     served = served_models(await list_personas(c))
-    return models.ModelList(data=[model_entry(i, p) for i, p in served.items()])
+    return ModelList(data=[model_entry(i, p) for i, p in served.items()])
 
 
-@router.get(
-    "/models/{model_id:path}", response_model=models.Model, summary="One OpenAI-compatible model"
-)
+@router.get("/models/{model_id:path}", response_model=Model, summary="One OpenAI-compatible model")
 async def get_model(
     c: ClientsDep,
     model_id: str = Path(description='e.g. "memex/analyst" (the slash may be sent as is).'),
-) -> models.Model:
+) -> Model:
     """One model of the list; 404 for a model memex does not serve."""
     served = served_models(await list_personas(c))
     if model_id not in served:
@@ -125,7 +135,7 @@ async def get_model(
     return model_entry(model_id, served[model_id])
 
 
-def _question_at(body: models.ChatCompletionRequest) -> int:
+def _question_at(body: ChatCompletionRequest) -> int:
     """Where the question is: the last user message with text (400 when there is none)."""
     users = [i for i, m in enumerate(body.messages) if m.role == "user" and m.plain_text().strip()]
     if not users:
@@ -137,18 +147,18 @@ def _question_at(body: models.ChatCompletionRequest) -> int:
     return users[-1]
 
 
-def history_of(body: models.ChatCompletionRequest) -> list[Turn]:
+def history_of(body: ChatCompletionRequest) -> list[Turn]:
     """The user and assistant messages with text, up to and including the question."""
     turns = [(m.role, m.plain_text().strip()) for m in body.messages[: _question_at(body) + 1]]
     return [(role, text) for role, text in turns if role in ("user", "assistant") and text]
 
 
-def chat_message(body: models.ChatCompletionRequest) -> str:
+def chat_message(body: ChatCompletionRequest) -> str:
     """The text sent to memex chat when no conversation is continued: the question, plus earlier
     turns (see the module docstring)."""
     at = _question_at(body)
     question = body.messages[at].plain_text().strip()
-    room = models.MAX_TEXT - len(question) - 40
+    room = MAX_TEXT - len(question) - 40
     earlier: list[str] = []
     for message in reversed(body.messages[:at]):
         text = message.plain_text().strip()
@@ -176,22 +186,22 @@ def _chunk(
     }
 
 
-async def _collect(stream: EventStream) -> tuple[models.ChatMeta, str, models.MemexExtension]:
+async def _collect(stream: EventStream) -> tuple[ChatMeta, str, MemexExtension]:
     """Reads a whole reply; a failure mid-reply is still an HTTP error (nothing was sent)."""
-    meta = models.ChatMeta(conversation_id="", model="", persona="")
+    meta = ChatMeta(conversation_id="", model="", persona="")
     parts: list[str] = []
-    extension = models.MemexExtension(citations=[], withheld=0, conversation_id="")
+    extension = MemexExtension(citations=[], withheld=0, conversation_id="")
     async for _, payload in stream.events():
-        if isinstance(payload, models.ChatMeta):
+        if isinstance(payload, ChatMeta):
             meta = payload
             extension.conversation_id = payload.conversation_id
-        elif isinstance(payload, models.ChatDelta):
+        elif isinstance(payload, ChatDelta):
             parts.append(payload.text)
-        elif isinstance(payload, models.ChatCitations):
+        elif isinstance(payload, ChatCitations):
             extension.citations, extension.withheld = payload.citations, payload.withheld
-        elif isinstance(payload, models.ChatDone):
+        elif isinstance(payload, ChatDone):
             extension.message_id = payload.message_id
-        elif isinstance(payload, models.ChatError):
+        elif isinstance(payload, ChatError):
             raise ApiError(status_code(payload.code), payload.message)
     return meta, "".join(parts), extension
 
@@ -205,30 +215,28 @@ async def _chunks(
     created = int(time.time())
     cid = f"chatcmpl-{uuid.uuid4().hex}"
     model = "memex"
-    extension = models.MemexExtension(citations=[], withheld=0, conversation_id="")
+    extension = MemexExtension(citations=[], withheld=0, conversation_id="")
     parts: list[str] = []
     try:
         async for _, payload in stream.events():
-            if isinstance(payload, models.ChatMeta):
+            if isinstance(payload, ChatMeta):
                 model = payload.model or model
                 extension.conversation_id = payload.conversation_id
                 chunk = _chunk(cid, created, model, {"role": "assistant", "content": ""})
-            elif isinstance(payload, models.ChatDelta):
+            elif isinstance(payload, ChatDelta):
                 parts.append(payload.text)
                 chunk = _chunk(cid, created, model, {"content": payload.text})
-            elif isinstance(payload, models.ChatCitations):
+            elif isinstance(payload, ChatCitations):
                 extension.citations, extension.withheld = payload.citations, payload.withheld
                 continue
-            elif isinstance(payload, models.ChatDone):
+            elif isinstance(payload, ChatDone):
                 extension.message_id = payload.message_id
                 on_done("".join(parts), extension.conversation_id)
                 chunk = _chunk(cid, created, model, {}, "stop")
                 chunk["memex"] = extension.model_dump()
             else:
-                assert isinstance(payload, models.ChatError)
-                yield ServerSentEvent(
-                    data=models.ErrorBody(error=payload.model_dump()).model_dump_json()
-                )
+                assert isinstance(payload, ChatError)
+                yield ServerSentEvent(data=ErrorBody(error=payload.model_dump()).model_dump_json())
                 return
             yield ServerSentEvent(data=json.dumps(chunk, ensure_ascii=False))
         yield ServerSentEvent(data="[DONE]")
@@ -239,7 +247,7 @@ async def _chunks(
 @router.post(
     "/chat/completions",
     summary="OpenAI-compatible chat completion (memex chat underneath)",
-    response_model=models.ChatCompletion,
+    response_model=ChatCompletion,
     responses={
         200: {
             "description": "A chat.completion (JSON), or with stream: true an event stream. "
@@ -252,7 +260,7 @@ async def chat_completions(
     c: ClientsDep,
     s: SettingsDep,
     tenant: TenantDep,
-    body: models.ChatCompletionRequest,
+    body: ChatCompletionRequest,
     request: Request,
     who: Annotated[str, Depends(caller)],
 ) -> Any:
@@ -298,14 +306,12 @@ async def chat_completions(
     finally:
         stream.cancel()
     remember(text, extension.conversation_id)
-    return models.ChatCompletion(
+    return ChatCompletion(
         id=f"chatcmpl-{extension.message_id or uuid.uuid4().hex}",
         created=int(time.time()),
         model=meta.model or "memex",
         choices=[
-            models.CompletionChoice(
-                index=0, message=models.CompletionMessage(content=text), finish_reason="stop"
-            )
+            CompletionChoice(index=0, message=CompletionMessage(content=text), finish_reason="stop")
         ],
         memex=extension,
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from memex.gateway import convert, models
+from memex.gateway import convert
 from memex.gateway.clients import Clients
 from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.models.personas import PersonaList
 from memex.gateway.security import caller
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -21,8 +22,8 @@ async def list_personas(c: Clients) -> opb.ListPersonasResponse:
     return reply
 
 
-@router.get("/personas", response_model=models.PersonaList, summary="List personas")
-async def personas(c: ClientsDep) -> models.PersonaList:
+@router.get("/personas", response_model=PersonaList, summary="List personas")
+async def personas(c: ClientsDep) -> PersonaList:
     """Every persona, sorted by name (built-ins and the personas folder's), with the defaults an
     empty persona means in ask and in chat."""
     return convert.personas(await list_personas(c))

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
-from memex.gateway import models, reads
+from memex.gateway import reads
 from memex.gateway.deps import ERRORS, ClientsDep
+from memex.gateway.models.records import (
+    InboxResponse,
+    RecordsQuery,
+    RecordsResponse,
+    TimelineResponse,
+)
 from memex.gateway.present import Record, Timeline
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
@@ -18,13 +24,13 @@ SENSITIVE = Query(
 DATE = r"^(\d{4}-\d{2}-\d{2})?$"
 
 
-@router.post("/records/query", response_model=models.RecordsResponse, summary="Query records")
+@router.post("/records/query", response_model=RecordsResponse, summary="Query records")
 async def query_records(
     c: ClientsDep,
     tenant: TenantDep,
-    body: models.RecordsQuery,
+    body: RecordsQuery,
     request: Request,
-) -> models.RecordsResponse:
+) -> RecordsResponse:
     """Records of one allowlisted collection matching every filter (403 outside the allowlist).
     Sensitive records only with `include_sensitive` and a caller allowed them."""
     where = reads.filters(
@@ -43,12 +49,10 @@ async def query_records(
             where=where,
         )
     )
-    return models.RecordsResponse(records=[Record.from_proto(r) for r in reply.records])
+    return RecordsResponse(records=[Record.from_proto(r) for r in reply.records])
 
 
-@router.get(
-    "/people/{person}/timeline", response_model=models.TimelineResponse, summary="A timeline"
-)
+@router.get("/people/{person}/timeline", response_model=TimelineResponse, summary="A timeline")
 async def timeline(
     c: ClientsDep,
     tenant: TenantDep,
@@ -70,7 +74,7 @@ async def timeline(
     return Timeline.from_proto(reply)
 
 
-@router.get("/inbox", response_model=models.InboxResponse, summary="Open inbox items")
+@router.get("/inbox", response_model=InboxResponse, summary="Open inbox items")
 async def inbox(
     c: ClientsDep,
     tenant: TenantDep,
@@ -78,7 +82,7 @@ async def inbox(
     limit: int = Query(0, ge=0, le=1000, description="0: the service default."),
     include_done: bool = Query(False, description="Also items done, archived or dismissed."),
     include_sensitive: bool = SENSITIVE,
-) -> models.InboxResponse:
+) -> InboxResponse:
     """Inbox items not done, soonest first."""
     reply = await c.orchestrator.ListInbox(
         opb.ListInboxRequest(
@@ -88,4 +92,4 @@ async def inbox(
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
     )
-    return models.InboxResponse(items=[Record.from_proto(r) for r in reply.items])
+    return InboxResponse(items=[Record.from_proto(r) for r in reply.items])

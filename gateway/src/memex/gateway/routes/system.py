@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from memex.gateway import models
 from memex.gateway.config import GatewaySettings
 from memex.gateway.deps import ERRORS, SettingsDep
 from memex.gateway.errors import error_json
+from memex.gateway.models.common import Health
 from memex.gateway.security import operator
 from memex.shared.health import check, check_http
 
@@ -26,8 +26,8 @@ async def _probe(target: str) -> str:
 
 @router.get(
     "/healthz",
-    response_model=models.Health,
-    responses={503: {"model": models.Health, "description": "A service is not serving."}},
+    response_model=Health,
+    responses={503: {"model": Health, "description": "A service is not serving."}},
     summary="Health",
 )
 async def healthz(
@@ -36,12 +36,12 @@ async def healthz(
 ) -> JSONResponse:
     """Shallow: the gateway answers. Deep: every service's health, 503 unless all SERVING."""
     if not deep:
-        return JSONResponse(models.Health(status="ok").model_dump(exclude_none=True))
+        return JSONResponse(Health(status="ok").model_dump(exclude_none=True))
     targets = s.deep_checks()
     results = await asyncio.gather(*(_probe(t) for t in targets.values()))
     services = dict(zip(targets, results, strict=True))
     healthy = all(status == "SERVING" for status in services.values())
-    body = models.Health(status="ok" if healthy else "degraded", services=services)
+    body = Health(status="ok" if healthy else "degraded", services=services)
     return JSONResponse(body.model_dump(), status_code=200 if healthy else 503)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path, Query, Request
 from sse_starlette import EventSourceResponse
 
-from memex.gateway import convert, models
+from memex.gateway import convert
 from memex.gateway.chat_stream import open_watch
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
+from memex.gateway.models.turns import ThreadDeleted, ThreadList, TurnCreate, TurnList, TurnResponse
 from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
@@ -24,15 +25,13 @@ open. An unknown thread is an ordinary 404 JSON error response."""
 TURN_EVENT = sse_schema(["turn", "deleted", "error"])
 
 
-@router.post(
-    "/turns", status_code=202, response_model=models.TurnResponse, summary="Queue a question"
-)
+@router.post("/turns", status_code=202, response_model=TurnResponse, summary="Queue a question")
 async def create_turn(
     c: ClientsDep,
     tenant: TenantDep,
-    body: models.TurnCreate,
+    body: TurnCreate,
     request: Request,
-) -> models.TurnResponse:
+) -> TurnResponse:
     """A pending user turn (in a new thread when thread_id is empty); poll it for the answer.
     Its answer uses sensitive notes only with `include_sensitive` and a caller allowed them
     (else 403, now: the grant is checked when the turn is queued and stored with it)."""
@@ -44,34 +43,32 @@ async def create_turn(
             include_sensitive=sensitive_grant(request, body.include_sensitive),
         )
     )
-    return models.TurnResponse(turn=convert.turn(reply.turn))
+    return TurnResponse(turn=convert.turn(reply.turn))
 
 
-@router.get("/turns/{turn_id}", response_model=models.TurnResponse, summary="A turn's state")
+@router.get("/turns/{turn_id}", response_model=TurnResponse, summary="A turn's state")
 async def get_turn(
     c: ClientsDep,
     tenant: TenantDep,
     turn_id: str = Path(min_length=1, max_length=128),
-) -> models.TurnResponse:
+) -> TurnResponse:
     """A turn: pending, thinking, answered or error; 404 for an unknown id."""
     reply = await c.orchestrator.GetTurn(opb.GetTurnRequest(tenant=tenant, turn_id=turn_id))
-    return models.TurnResponse(turn=convert.turn(reply.turn))
+    return TurnResponse(turn=convert.turn(reply.turn))
 
 
-@router.get("/threads", response_model=models.ThreadList, summary="List threads")
+@router.get("/threads", response_model=ThreadList, summary="List threads")
 async def list_threads(
     c: ClientsDep,
     tenant: TenantDep,
     limit: int = Query(50, ge=1, le=1000),
-) -> models.ThreadList:
+) -> ThreadList:
     """Threads, newest first."""
     reply = await c.orchestrator.ListThreads(opb.ListThreadsRequest(tenant=tenant, limit=limit))
-    return models.ThreadList(threads=[convert.thread(t) for t in reply.threads])
+    return ThreadList(threads=[convert.thread(t) for t in reply.threads])
 
 
-@router.get(
-    "/threads/{thread_id}/turns", response_model=models.TurnList, summary="A thread's turns"
-)
+@router.get("/threads/{thread_id}/turns", response_model=TurnList, summary="A thread's turns")
 async def list_turns(
     c: ClientsDep,
     tenant: TenantDep,
@@ -82,7 +79,7 @@ async def list_turns(
         description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
         "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
     ),
-) -> models.TurnList:
+) -> TurnList:
     """Every turn of a thread, oldest first; 404 for an unknown thread."""
     reply = await c.orchestrator.ListTurns(
         opb.ListTurnsRequest(
@@ -91,7 +88,7 @@ async def list_turns(
             include_sensitive=sensitive_grant(request, include_sensitive),
         )
     )
-    return models.TurnList(turns=[convert.turn(t) for t in reply.turns])
+    return TurnList(turns=[convert.turn(t) for t in reply.turns])
 
 
 @router.get(
@@ -134,20 +131,18 @@ async def thread_events(
     )
 
 
-@router.delete(
-    "/threads/{thread_id}", response_model=models.ThreadDeleted, summary="Forget a thread"
-)
+@router.delete("/threads/{thread_id}", response_model=ThreadDeleted, summary="Forget a thread")
 async def delete_thread(
     c: ClientsDep,
     tenant: TenantDep,
     thread_id: str = Path(min_length=1, max_length=128),
-) -> models.ThreadDeleted:
+) -> ThreadDeleted:
     """Deletes a thread with all its turns (questions and answers); 404 for an unknown id. The
     receipt counts the turns deleted and those found afterwards (0)."""
     reply = await c.orchestrator.DeleteThread(
         opb.DeleteThreadRequest(tenant=tenant, thread_id=thread_id)
     )
-    return models.ThreadDeleted(
+    return ThreadDeleted(
         thread_id=thread_id,
         turns_deleted=reply.turns_deleted,
         turns_remaining=reply.turns_remaining,

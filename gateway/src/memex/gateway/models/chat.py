@@ -1,0 +1,57 @@
+"""The body of POST /v1/chat and its server-sent events (meta, delta, citations, done, error);
+a streamed ask sends the same ``delta`` and ``error`` events."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memex.gateway.models.common import MAX_TEXT, Strict
+from memex.gateway.present import Citation
+
+
+class ChatRequest(Strict):
+    message: str = Field(min_length=1, max_length=MAX_TEXT)
+    conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")
+    persona: str = Field("", max_length=64, description="Empty: friend.")
+    include_sensitive: bool = Field(
+        False,
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
+
+
+class ChatMeta(BaseModel):
+    """`event: meta`, first."""
+
+    conversation_id: str
+    model: str
+    persona: str
+
+
+class ChatDelta(BaseModel):
+    """`event: delta`, many: the next piece of the reply (of a streamed ask: of the unchecked
+    draft)."""
+
+    text: str
+
+
+class ChatCitations(BaseModel):
+    """`event: citations`, once, after the last delta."""
+
+    citations: list[Citation]
+    withheld: int
+
+
+class ChatDone(BaseModel):
+    """`event: done`, terminal."""
+
+    message_id: str
+    latency_ms: float
+    chunks_considered: int
+
+
+class ChatError(BaseModel):
+    """`event: error`, terminal, in place of the rest of a stream (chat or ask)."""
+
+    code: str
+    message: str
