@@ -84,6 +84,19 @@ def test_every_mcp_tool_on_the_real_stack(demo_stack: DemoStack) -> None:
         out["bad_collection"] = await session.call_tool("query_records", {"collection": "secrets"})
         out["unknown_person"] = await session.call_tool("person_timeline", {"person": "Nobody"})
         out["still_alive"] = await session.call_tool("list_inbox", {"limit": 1})
+        # Before any note of the vault was written, memory held none of it (docs/as-of.md).
+        out["search_then"] = await session.call_tool(
+            "search", {"query": "deposit returned", "k": 5, "as_of": "2000-01-01"}
+        )
+        out["beliefs"] = await session.call_tool("list_beliefs", {"limit": 50})
+        listed_beliefs = structured(out["beliefs"])["beliefs"]
+        vault_belief = next(b["id"] for b in listed_beliefs if not b["derived"])
+        out["review_vault"] = await session.call_tool(
+            "review_belief", {"belief_id": vault_belief, "verdict": "reject"}
+        )
+        out["review_unknown"] = await session.call_tool(
+            "review_belief", {"belief_id": "no-such-belief", "verdict": "confirm"}
+        )
         return out
 
     out = anyio.run(with_session, demo_stack.env, body)
@@ -135,3 +148,13 @@ def test_every_mcp_tool_on_the_real_stack(demo_stack: DemoStack) -> None:
     assert "allowlisted" in out["bad_collection"].content[0].text
     assert "Nobody" in out["unknown_person"].content[0].text
     assert not out["still_alive"].is_error  # a bad call leaves the server serving
+    assert structured(out["search_then"])["hits"] == []
+
+    beliefs = structured(out["beliefs"])["beliefs"]
+    assert beliefs and all(b["statement"] and b["status"] for b in beliefs)
+    # The vault's own beliefs are the vault's: changed there, not reviewed here.
+    assert out["review_vault"].is_error
+    assert "records/beliefs.jsonl" in out["review_vault"].content[0].text
+    assert (
+        out["review_unknown"].is_error and "no-such-belief" in out["review_unknown"].content[0].text
+    )
