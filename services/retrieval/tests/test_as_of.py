@@ -116,9 +116,8 @@ async def test_forgetting_a_note_forgets_its_versions(retrieval: Stub, history: 
     [("2026-13-01", "YYYY-MM-DD"), ("yesterday", "YYYY-MM-DD"), ("2999-01-01", "after today")],
 )
 async def test_a_bad_as_of_is_refused_with_what_to_fix(
-    retrieval: Stub, vault: Path, as_of: str, says: str
+    retrieval: Stub, as_of: str, says: str
 ) -> None:
-    await index(retrieval, vault)
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await search(retrieval, "sailing", as_of=as_of)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

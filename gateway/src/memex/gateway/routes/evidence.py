@@ -42,7 +42,9 @@ async def get_evidence(
     turn_id: str = Path(
         min_length=1,
         max_length=128,
-        pattern=r"\S",  # not only whitespace (an id is never blank)
+        # memex's ids are ASCII (uuid hex); this also keeps out blank and Unicode-space ids,
+        # which the orchestrator refuses (schemathesis sent U+0085).
+        pattern=r"^[A-Za-z0-9_.:-]+$",
         description="The answer's id: an ask's turn_id, a chat reply's message_id (the `done` "
         "event, a conversation's message id) or a queued answer's turn id.",
     ),

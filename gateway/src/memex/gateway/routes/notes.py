@@ -133,7 +133,12 @@ async def forget_note(
     c: ClientsDep,
     tenant: TenantDep,
     note: str = Path(
-        min_length=1, max_length=1024, description="Episode id, vault path or unique title."
+        min_length=1,
+        max_length=1024,
+        # Not only whitespace, as Python, JSON Schema and Rust's regex each count it (the
+        # orchestrator refuses a blank name).
+        pattern=r"[^\s\x1c-\x1f\x85]",
+        description="Episode id, vault path or unique title.",
     ),
     dry_run: bool = Query(False, description="Count what would go; change nothing."),
 ) -> ForgetReceipt:
