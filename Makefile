@@ -255,11 +255,15 @@ fmt: install ## Format and autofix
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) $(TEST_WHISPER_MODEL) weaviate ghz browser espeak prometheus postgres lint ## Lint, then every test (unit and end-to-end)
-	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
+# The unit tests mostly wait on loopback, so they share the cores; the end-to-end tests share
+# session-wide stacks and a CPU-bound model, so they run in one process. Exit 5 is "nothing
+# collected", as when PYTEST_ARGS names only tests of the other kind.
+test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) $(TEST_WHISPER_MODEL) weaviate ghz browser espeak prometheus postgres lint ## Lint, then every test: the unit tests on every core (up to 4), then the end-to-end ones
+	$(VENV)/bin/pytest -m "not e2e" -n auto --maxprocesses=4 --dist loadfile --durations=15 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(VENV)/bin/pytest -m e2e --durations=30 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install ## Unit tests only
-	$(VENV)/bin/pytest -m "not e2e and not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -m "not e2e and not slow" -n auto --maxprocesses=4 --dist loadfile $(PYTEST_ARGS)
 
 up: install models ## Start the stack on loopback and wait until it is healthy
 	$(MEMEX) up
