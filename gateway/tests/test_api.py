@@ -138,10 +138,11 @@ def test_search(client: httpx.Client) -> None:
     assert r.json()["turn_id"] == "turn-search"
 
 
-def test_ask_and_search_as_of_a_day_reach_the_orchestrator(
+def test_ask_search_and_chat_as_of_a_day_reach_the_orchestrator(
     client: httpx.Client, gateway: Gateway
 ) -> None:
-    """docs/as-of.md: the day goes to the orchestrator, and the answer says which day answered."""
+    """docs/as-of.md: the day goes to the orchestrator, and the answer (chat: its meta event)
+    says which day answered."""
     r = client.post("/v1/ask", json={"question": "deposit?", "as_of": "2026-02-01"})
     assert r.status_code == 200 and r.json()["as_of"] == "2026-02-01"
     assert gateway.orchestrator.ask_requests[-1].as_of == "2026-02-01"
@@ -150,31 +151,43 @@ def test_ask_and_search_as_of_a_day_reach_the_orchestrator(
     r = client.post("/v1/search", json={"query": "deposit", "as_of": "2026-02-01"})
     assert r.status_code == 200 and r.json()["items"]
     assert gateway.orchestrator.reads[-1].filters.as_of == "2026-02-01"
+    r = client.post("/v1/chat", json={"message": "deposit?", "as_of": "2026-02-01"})
+    assert r.status_code == 200 and '"as_of":"2026-02-01"' in r.text.split("event: delta")[0]
+    assert gateway.orchestrator.chat_requests[-1].as_of == "2026-02-01"
 
 
 @pytest.mark.parametrize(
-    ("path", "body"), [("/v1/ask", {"question": "deposit?"}), ("/v1/search", {"query": "deposit"})]
+    ("path", "body"),
+    [
+        ("/v1/ask", {"question": "deposit?"}),
+        ("/v1/search", {"query": "deposit"}),
+        ("/v1/chat", {"message": "deposit?"}),
+    ],
 )
 def test_an_as_of_that_is_not_a_past_day_is_a_400(
     client: httpx.Client, gateway: Gateway, path: str, body: dict[str, str]
 ) -> None:
-    sent = len(gateway.orchestrator.ask_requests) + len(gateway.orchestrator.reads)
+    def asked() -> int:
+        o = gateway.orchestrator
+        return len(o.ask_requests) + len(o.reads) + len(o.chat_requests)
+
+    sent = asked()
     for bad in ("tomorrow", "2026-2-1", "2026-02-01T00:00:00Z", " 2026-02-01"):
         r = client.post(path, json={**body, "as_of": bad})
         assert r.status_code == 400, bad
         error = r.json()["error"]
         assert error["code"] == "INVALID_ARGUMENT" and "as_of" in error["message"], error
     # Refused by its shape, before the orchestrator was asked.
-    assert len(gateway.orchestrator.ask_requests) + len(gateway.orchestrator.reads) == sent
+    assert asked() == sent
     # A day after today has the shape: the orchestrator refuses it, and its words come back.
     r = client.post(path, json={**body, "as_of": FUTURE})
     assert r.status_code == 400
-    assert r.json()["error"]["message"].startswith(f"as_of {FUTURE} is in the future")
+    assert r.json()["error"]["message"].startswith(f"as_of {FUTURE} is after today")
 
 
 def test_the_spec_documents_as_of_where_it_is_taken(client: httpx.Client) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("AskRequest", "SearchRequest"):
+    for name in ("AskRequest", "SearchRequest", "ChatRequest"):
         as_of = schemas[name]["properties"]["as_of"]
         assert as_of["pattern"] == r"^(\d{4}-\d{2}-\d{2})?$" and "as-of" in as_of["description"]
     assert "as_of" in schemas["AskResponse"]["properties"]

@@ -59,6 +59,18 @@ async def test_chat_session_streams_and_keeps_the_conversation(stack: Any) -> No
     ]
 
 
+async def test_chat_as_of_a_day_sends_it_with_every_message_and_says_so(stack: Any) -> None:
+    env, _, orchestrator = stack
+    code, out, _ = await memex(env, "chat", "--as-of", "2026-02-01", stdin="one\ntwo\n")
+    assert code == 0
+    assert [c.as_of for c in orchestrator.chats[-2:]] == ["2026-02-01", "2026-02-01"]
+    assert out.count("As of 2026-02-01: You said:") == 2
+    code, out, _ = await memex(env, "chat", "hi", "--as-of", "2026-02-01", "--json")
+    assert code == 0 and json.loads(out)["as_of"] == "2026-02-01"
+    code, out, _ = await memex(env, "chat", "hi", "--json")
+    assert "as_of" not in json.loads(out) and orchestrator.chats[-1].as_of == ""
+
+
 @pytest.mark.parametrize(
     ("name", "exit_code"),
     [("UNAVAILABLE", 3), ("NOT_FOUND", 4), ("DEADLINE_EXCEEDED", 5), ("INTERNAL", 1)],

@@ -198,6 +198,21 @@ def test_the_model_picks_the_persona_and_the_extension_overrides_it(
     assert gateway.orchestrator.chat_requests[-1].persona == "friend"
 
 
+def test_the_extension_asks_as_of_a_day(gateway: Gateway, client: OpenAI) -> None:
+    question = [{"role": "user", "content": "hi"}]
+    client.chat.completions.create(
+        model="memex",
+        messages=question,  # type: ignore[arg-type]
+        extra_body={"memex": {"as_of": "2026-02-01"}},
+    )
+    assert gateway.orchestrator.chat_requests[-1].as_of == "2026-02-01"
+    bad = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "memex", "messages": question, "memex": {"as_of": "1 Feb"}},
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "memex.as_of"
+
+
 def test_other_errors_on_openai_routes_carry_openais_type_too(gateway: Gateway) -> None:
     bad = httpx.post(
         f"{gateway.url}/v1/chat/completions", json={"model": "memex", "messages": "hi"}

@@ -158,25 +158,21 @@ def test_the_owners_page_asks_for_sensitive_notes_and_copes_with_a_key_that_may_
     assert "include_sensitive" not in turn  # this key was refused already
 
 
-def test_a_message_as_of_a_day_is_asked_for_that_day(page: Page, api: Api) -> None:
-    """docs/as-of.md: chat has no as_of, so with "As of" set the page asks (POST /v1/ask,
-    streamed) and marks the answer with the day; queued turns cannot, so it is off for them."""
+def test_a_message_as_of_a_day_is_answered_for_that_day(page: Page, api: Api) -> None:
+    """docs/as-of.md: with "As of" set, the chat message carries the day and the reply is marked
+    with it; the next message without it reads memory as it is now, in the same conversation.
+    Queued turns cannot, so it is off for them."""
     as_of = page.get_by_label("As of")
     expect(as_of).to_have_attribute("type", "date")
     expect(as_of).to_have_value("")
-    result = {
-        "answer": "The service costs £90.",
-        "citations": [{**CITATIONS[0], "episode_id": "ep-deposit@v1", "item_id": "ep-deposit@v1-0"}],
-        "withheld": 0, "persona": "analyst", "model": "smol", "latency_ms": 1500.0,
-        "turn_id": "turn-7", "as_of": "2026-02-01",
-    }  # fmt: skip
-    api.ask_body = sse(
-        ("started", {"model": "smol", "persona": "analyst", "sources": [], "source_paths": []}),
-        ("delta", {"text": "It is £120."}),
-        ("redraft", {"reason": "reading all 2 sources"}),
+    citation = {**CITATIONS[0], "episode_id": "ep-deposit@v1", "item_id": "ep-deposit@v1-0"}
+    api.chat_body = sse(
+        ("meta", {"conversation_id": "c1", "model": "smol", "persona": "friend",
+                  "as_of": "2026-02-01"}),
         ("delta", {"text": "The service costs £90."}),
-        ("result", result),
-    )
+        ("citations", {"citations": [citation], "withheld": 0}),
+        ("done", {"message_id": "m7", "latency_ms": 1500.0, "chunks_considered": 2}),
+    )  # fmt: skip
     as_of.fill("2026-02-01")
     ask(page, "How much is the boiler service?")
     answer = page.locator(".message.assistant")
@@ -186,10 +182,18 @@ def test_a_message_as_of_a_day_is_asked_for_that_day(page: Page, api: Api) -> No
     link = answer.get_by_role("link", name="[[Flat Deposit Agreement]]")
     expect(link).to_have_attribute("href", "/notes/ep-deposit%40v1?chunk=ep-deposit%40v1-0")
     evidence = answer.get_by_role("link", name="Download evidence")
-    expect(evidence).to_have_attribute("href", "/v1/evidence/turn-7")
-    [sent] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/ask"]
-    assert sent["as_of"] == "2026-02-01" and sent["stream"] is True
-    assert sent["question"] == "How much is the boiler service?"
-    assert not [p for _, p, _, _ in api.requests if p == "/v1/chat"]
+    expect(evidence).to_have_attribute("href", "/v1/evidence/m7")
+    [sent] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"]
+    assert sent["as_of"] == "2026-02-01"
+    assert sent["message"] == "How much is the boiler service?"
+
+    api.chat_body = api.chat_body.replace(', "as_of": "2026-02-01"', "")
+    as_of.fill("")
+    ask(page, "And now?")
+    second = page.locator(".message.assistant").nth(1)
+    expect(second).to_have_attribute("data-state", "done")
+    expect(second.locator(".as-of-badge")).to_have_count(0)
+    later = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"][1]
+    assert "as_of" not in later and later["conversation_id"] == "c1"
     page.get_by_role("radio", name="Queue").check()
     expect(as_of).to_be_disabled()

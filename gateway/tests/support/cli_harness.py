@@ -162,7 +162,7 @@ class Orchestrator(Reads):
         """A message ``error:NAME`` ends the stream with that ChatErrorCode after a word."""
         self.chats.append(request)
         conversation = request.conversation_id or f"conv-{len(self.chats)}"
-        yield opb.ChatResponse(meta=opb.ChatMeta(conversation_id=conversation))
+        yield opb.ChatResponse(meta=opb.ChatMeta(conversation_id=conversation, as_of=request.as_of))
         if request.message.startswith("error:"):
             code = opb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{request.message[6:]}")
             yield opb.ChatResponse(delta="Half ")

@@ -158,5 +158,6 @@ FUTURE = "2999-01-01"
 def check_as_of(as_of: str) -> None:
     if as_of == FUTURE:
         raise InvalidArgument(
-            f"as_of {as_of} is in the future: leave it out to read memory as it stands now"
+            f"as_of {as_of} is after today (2026-12-07): memory has no future; "
+            "leave as_of out to read it as it stands now"
         )

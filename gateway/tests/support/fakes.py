@@ -81,6 +81,7 @@ class FakeOrchestrator(
         self.chat_requests.append(request)
         if request.message == "fail before":
             raise InvalidArgument("the message was refused as asked")
+        check_as_of(request.as_of)
         conversation_id = request.conversation_id
         if conversation_id and conversation_id not in self.conversations:
             raise NotFound(f"no conversation {conversation_id!r}")
@@ -95,7 +96,10 @@ class FakeOrchestrator(
             )
             self.messages[conversation_id] = []
         meta = pb.ChatMeta(
-            conversation_id=conversation_id, model="fake", persona=request.persona or "friend"
+            conversation_id=conversation_id,
+            model="fake",
+            persona=request.persona or "friend",
+            as_of=request.as_of,
         )
         yield pb.ChatResponse(meta=meta)
         if request.message == "fail after":

@@ -130,7 +130,6 @@ class Api:
 
     def __init__(self) -> None:
         self.chat_body = ""
-        self.ask_body = ""
         self.chat_status = 200
         self.requests: list[tuple[str, str, dict[str, str], str | None]] = []
         self.turn_states = ["pending", "thinking", "answered"]
@@ -161,8 +160,6 @@ class Api:
                 route.fulfill(status=self.chat_status, json=error)
             else:
                 route.fulfill(status=200, body=self.chat_body, content_type="text/event-stream")
-        elif path == "/v1/ask":
-            route.fulfill(status=200, body=self.ask_body, content_type="text/event-stream")
         elif path == "/v1/personas":
             if self.personas_status != 200:
                 error = {"error": {"code": "UNAUTHENTICATED", "message": "an API key is required"}}

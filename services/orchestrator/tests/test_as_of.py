@@ -1,5 +1,5 @@
-"""An ask as of a day (docs/as-of.md): every stage reads that day, bad days are refused before
-any model call, and the next ask of the same task reads today again."""
+"""An ask or a chat message as of a day (docs/as-of.md): every stage reads that day, bad days are
+refused before any model call, and the next ask or message reads today again."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from memex.orchestrator import as_of
 from memex.orchestrator.briefing import today_line
+from memex.orchestrator.chat import ChatEvent, Done, Meta
 from memex.orchestrator.ports import SearchSpec
 from memex.shared.errors import InvalidArgument
 
@@ -24,7 +25,7 @@ def test_parse_reads_a_past_day_and_refuses_anything_else() -> None:
     for bad, says in [
         ("2026-5-1", "YYYY-MM-DD"),
         ("May 1", "YYYY-MM-DD"),
-        ("2999-01-01", "future"),
+        ("2999-01-01", "after today"),
     ]:
         with pytest.raises(InvalidArgument, match=says):
             as_of.parse(bad)
@@ -58,3 +59,41 @@ async def test_a_bad_as_of_is_refused_before_any_model_call(tmp_path: Path) -> N
     with pytest.raises(InvalidArgument, match="YYYY-MM-DD"):
         await o.asker.ask("me", "What about the deposit?", as_of="last Tuesday")
     assert model.calls == []
+
+
+async def test_a_chat_message_as_of_a_day_reads_that_day_and_the_next_reads_now(
+    tmp_path: Path,
+) -> None:
+    seen: list[str] = []
+
+    def on_search(spec: SearchSpec) -> None:
+        seen.append(as_of.wire())
+
+    model = ScriptedReasoner({"How to reply:": ["Dana keeps the deposit: £800 [1]."]})
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES, on_search=on_search))
+
+    async def chat(conversation: str, day: str = "") -> list[ChatEvent]:
+        return [
+            e
+            async for e in o.chatter.chat(
+                "me", conversation, "Who keeps the deposit?", include_sensitive=True, as_of=day
+            )
+        ]
+
+    first = await chat("", "2026-02-10")
+    meta = first[0]
+    assert isinstance(meta, Meta) and meta.as_of == "2026-02-10"
+    assert isinstance(first[-1], Done)
+    assert seen and set(seen) == {"2026-02-10"}
+    assert today_line(dt.date(2026, 2, 10)) in model.calls[0].messages[-1].content
+
+    seen.clear()
+    # The same conversation, now: the day held for the first reply only.
+    second = await chat(meta.conversation_id)
+    assert isinstance(second[0], Meta) and second[0].as_of == ""
+    assert set(seen) == {""} and today_line() in model.calls[-1].messages[-1].content
+
+    calls = len(model.calls)
+    with pytest.raises(InvalidArgument, match="YYYY-MM-DD"):
+        await chat(meta.conversation_id, "last Tuesday")
+    assert len(model.calls) == calls  # refused before any event or model call

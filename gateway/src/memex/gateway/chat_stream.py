@@ -45,7 +45,9 @@ def to_event(message: opb.ChatResponse) -> Event:
     kind = message.WhichOneof("event")
     if kind == "meta":
         m = message.meta
-        return "meta", ChatMeta(conversation_id=m.conversation_id, model=m.model, persona=m.persona)
+        return "meta", ChatMeta(
+            conversation_id=m.conversation_id, model=m.model, persona=m.persona, as_of=m.as_of
+        )
     if kind == "delta":
         return "delta", ChatDelta(text=message.delta)
     if kind == "citations":

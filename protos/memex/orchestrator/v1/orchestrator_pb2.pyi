@@ -477,6 +477,7 @@ class ChatRequest(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
     INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     conversation_id: _builtins.str
     """Empty starts a new conversation."""
@@ -485,6 +486,10 @@ class ChatRequest(_message.Message):
     """Empty means the default for chat (friend)."""
     include_sensitive: _builtins.bool
     """As AskRequest.include_sensitive: sensitive notes are withheld from the reply unless true."""
+    as_of: _builtins.str
+    """As AskRequest.as_of: this reply reads the memory as it stood at the end of that day
+    (YYYY-MM-DD); empty reads it as it stands now. It holds for this message only.
+    """
     def __init__(
         self,
         *,
@@ -493,10 +498,11 @@ class ChatRequest(_message.Message):
         message: _builtins.str = ...,
         persona: _builtins.str = ...,
         include_sensitive: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "include_sensitive", b"include_sensitive", "message", b"message", "persona", b"persona", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "conversation_id", b"conversation_id", "include_sensitive", b"include_sensitive", "message", b"message", "persona", b"persona", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -509,19 +515,23 @@ class ChatMeta(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     PERSONA_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     conversation_id: _builtins.str
     model: _builtins.str
     persona: _builtins.str
+    as_of: _builtins.str
+    """The day this reply reads memory as of (YYYY-MM-DD); empty for now."""
     def __init__(
         self,
         *,
         conversation_id: _builtins.str = ...,
         model: _builtins.str = ...,
         persona: _builtins.str = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conversation_id", b"conversation_id", "model", b"model", "persona", b"persona"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "conversation_id", b"conversation_id", "model", b"model", "persona", b"persona"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,10 +1,13 @@
 """Month and weekday names as people write them ("July", "Jul", "Sept"; "Saturday", "Sat"), for
 reading dates in notes (retrieval) and periods in questions (the orchestrator). English only, from
-the C locale's ``calendar`` names."""
+the C locale's ``calendar`` names; and the one reading of an ``as_of`` day (docs/as-of.md)."""
 
 from __future__ import annotations
 
 import calendar
+import datetime as dt
+
+from memex.shared.errors import InvalidArgument
 
 MONTHS: dict[str, int] = {
     **{name.casefold(): n for n, name in enumerate(calendar.month_abbr) if name},
@@ -23,3 +26,23 @@ WEEKDAY_ABBREVIATIONS: dict[str, int] = {
     "thurs": 3,
 }
 """Weekday number by short name ("sat", "tues"), case-folded."""
+
+
+def parse_as_of(value: str, today: dt.date, grace: dt.timedelta = dt.timedelta(0)) -> dt.date:
+    """The day an ``as_of`` names (YYYY-MM-DD), no later than ``today``: InvalidArgument for
+    another form, or for a day more than ``grace`` after ``today`` (the orchestrator allows the
+    asker's time zone a day ahead of UTC and reads that day as today; retrieval, which is sent
+    the clamped day, allows none)."""
+    value = value.strip()
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        day = None
+    if day is None or len(value) != 10:
+        raise InvalidArgument(f"as_of {value!r} is not a date: use YYYY-MM-DD")
+    if day > today + grace:
+        raise InvalidArgument(
+            f"as_of {value} is after today ({today.isoformat()}): memory has no future; "
+            "leave as_of out to read it as it stands now"
+        )
+    return min(day, today)

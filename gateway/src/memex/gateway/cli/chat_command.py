@@ -14,7 +14,7 @@ import grpc
 from memex.common.v1 import common_pb2
 from memex.gateway.chat_codes import status_of
 from memex.gateway.cli import rpc
-from memex.gateway.cli.ask_commands import render_citations, run
+from memex.gateway.cli.ask_commands import as_of_heading, render_citations, run
 from memex.gateway.cli.progress import Spinner
 from memex.gateway.present import citations
 from memex.gateway.stack import StackSettings
@@ -37,6 +37,7 @@ class Turn:
     message_id: str = ""
     error: str = ""
     error_code: str = ""
+    as_of: str = ""  # the day whose memory the reply read; "" for now
 
     def as_json(self) -> dict[str, Any]:
         """The turn as one JSON object (``--json``)."""
@@ -46,6 +47,7 @@ class Turn:
             "citations": [c.model_dump() for c in citations(self.citations)],
             "withheld": self.withheld,
             "message_id": self.message_id,
+            **({"as_of": self.as_of} if self.as_of else {}),
             **({"error": self.error, "error_code": self.error_code} if self.error else {}),
         }
 
@@ -59,10 +61,12 @@ async def chat_turn(
     stream: bool,
     prefix: str = "",
     include_sensitive: bool = False,
+    as_of: str = "",
 ) -> Turn:
     """Sends one message; with ``stream``, prints the reply as it arrives, then its sources.
     Sensitive notes are withheld from the reply unless ``include_sensitive`` (as the CLI's
-    reads: only when the command says ``--include-sensitive``)."""
+    reads: only when the command says ``--include-sensitive``). With ``as_of`` the reply reads
+    the memory as it stood at the end of that day, which its first line says."""
     turn = Turn(conversation_id=conversation)
     spinner = Spinner("thinking", show=stream and sys.stderr.isatty())
     spinner.start()
@@ -71,16 +75,20 @@ async def chat_turn(
         message=message,
         persona=persona,
         include_sensitive=include_sensitive,
+        as_of=as_of,
     )
     try:
         async for event in stub.Chat(request):
             kind = event.WhichOneof("event")
             if kind == "meta":
                 turn.conversation_id = event.meta.conversation_id
+                turn.as_of = event.meta.as_of
             elif kind == "delta":
                 if stream and not turn.reply:
                     await spinner.stop()
                     print(prefix, end="")
+                    if heading := as_of_heading(turn.as_of):
+                        print(heading, end=" ")
                 turn.reply += event.delta
                 if stream:
                     print(event.delta, end="", flush=True)
@@ -133,6 +141,7 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
             args.persona,
             stream=stream,
             include_sensitive=args.include_sensitive,
+            as_of=args.as_of.strip(),
         )
         show(turn)
         if turn.conversation_id and not args.json:
@@ -171,6 +180,7 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
                 stream=stream,
                 prefix=prefix,
                 include_sensitive=args.include_sensitive,
+                as_of=args.as_of.strip(),
             )
             show(turn)
             if turn.error_code == "UNAVAILABLE":

@@ -105,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let the answer use notes marked sensitive (as reads: left out unless asked)",
     )
+    chat.add_argument(
+        "--as-of",
+        default="",
+        metavar="YYYY-MM-DD",
+        help="reply from your memory as it stood at the end of that day (docs/as-of.md)",
+    )
     chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")

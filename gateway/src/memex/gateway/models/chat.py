@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models.common import MAX_TEXT, Strict
+from memex.gateway.models.common import MAX_TEXT, Date, Strict
 from memex.gateway.present import Citation
 
 
@@ -18,6 +18,12 @@ class ChatRequest(Strict):
         description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
         "key). Otherwise they are withheld from the model and counted in `withheld`.",
     )
+    as_of: Date = Field(
+        "",
+        description="This reply reads the memory as it stood at the end of this day (UTC), with "
+        'it as "today"; empty: now. For this message only. A day after today is a 400 '
+        "(docs/as-of.md).",
+    )
 
 
 class ChatMeta(BaseModel):
@@ -26,6 +32,7 @@ class ChatMeta(BaseModel):
     conversation_id: str
     model: str
     persona: str
+    as_of: str = Field("", description='The day whose memory this reply reads; "" for now.')
 
 
 class ChatDelta(BaseModel):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memex.gateway.models.common import Strict
+from memex.gateway.models.common import Date, Strict
 from memex.gateway.present import Citation
 
 
@@ -42,6 +42,11 @@ class MemexOptions(Strict):
         False,
         description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
         "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
+    as_of: Date = Field(
+        "",
+        description="The reply reads the memory as it stood at the end of this day (UTC); "
+        "empty: now. A day after today is a 400 (docs/as-of.md).",
     )
 
 

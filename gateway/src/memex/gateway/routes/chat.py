@@ -19,7 +19,7 @@ from memex.orchestrator.v1 import orchestrator_pb2 as opb
 router = APIRouter(prefix="/v1", tags=["chat"], dependencies=[Depends(caller)], responses=ERRORS)
 
 EVENTS_DOC = """Server-sent events, each `event: <name>` with one JSON object as `data`:
-`meta` {conversation_id, model, persona}, then many `delta` {text}, one `citations`
+`meta` {conversation_id, model, persona, as_of}, then many `delta` {text}, one `citations`
 {citations, withheld}, and `done` {message_id, latency_ms, chunks_considered} (terminal); or
 `error` {code, message} (terminal) in place of the rest after a failure. `: ping` comment lines
 keep an idle stream open. A failure before the first event is an ordinary JSON error response.
@@ -91,7 +91,8 @@ async def chat(
     request: Request,
 ) -> StreamResponse:
     """Streams one reply in a conversation (a new one when conversation_id is empty).
-    Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403)."""
+    Sensitive notes are used only with `include_sensitive` and a caller allowed them (else 403).
+    With `as_of`, this reply reads the memory as it stood at the end of that day."""
     stream = await open_chat(
         c.orchestrator,
         opb.ChatRequest(
@@ -100,6 +101,7 @@ async def chat(
             message=body.message,
             persona=body.persona,
             include_sensitive=sensitive_grant(request, body.include_sensitive),
+            as_of=body.as_of,
         ),
         s.chat_timeout_seconds,
     )

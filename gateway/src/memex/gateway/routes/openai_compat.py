@@ -20,6 +20,8 @@ Mapping (documented in docs/gateway.md):
 - ``memex.include_sensitive`` lets the reply use sensitive notes, under the read rule
   (``security.sensitive_grant``: a key granted it, or loopback without a key; else 403); by
   default they are withheld and counted in the extension's ``withheld``.
+- ``memex.as_of`` (YYYY-MM-DD) has the reply read the memory as it stood at the end of that day
+  (docs/as-of.md), for that request only.
   Sampling fields (temperature, max_tokens, ...) are accepted and ignored.
 - Citations ride in the extension field ``memex`` {citations, withheld, conversation_id,
   message_id}: on the completion, and on the final chunk when streaming.
@@ -280,6 +282,7 @@ async def chat_completions(
         message=history[-1][1] if explicit or continued else chat_message(body),
         persona=persona,
         include_sensitive=include_sensitive,
+        as_of=body.memex.as_of if body.memex else "",
     )
     try:
         stream = await open_chat(c.orchestrator, chat_request, s.chat_timeout_seconds)

@@ -1,5 +1,5 @@
-// The gateway's HTTP API as the page uses it: JSON calls, errors, and the SSE streams (chat, an
-// ask as of a day, a thread's turns). EventSource cannot POST nor send the API key's Authorization header, so the
+// The gateway's HTTP API as the page uses it: JSON calls, errors, and the SSE streams (chat, a
+// thread's turns). EventSource cannot POST nor send the API key's Authorization header, so the
 // streams are read with fetch and a ReadableStream.
 
 const KEY_STORAGE = "memex.apiKey";
@@ -172,20 +172,6 @@ function parseBlock(block) {
  */
 export async function* chat(body, signal) {
   const response = await asOwner((b) => send("POST", "/v1/chat", b, signal), body);
-  yield* readEvents(response.body);
-}
-
-/**
- * POST /v1/ask streamed (as the owner: see `asOwner`) and yield its events: `started`, `delta`s,
- * at most one `redraft`, then `result` (the checked answer) or `error`. The page asks this way
- * only for an answer as of a day (docs/as-of.md), which chat cannot give; it writes no
- * conversation. An error before the stream starts is thrown as ApiError.
- */
-export async function* ask(body, signal) {
-  const response = await asOwner(
-    (b) => send("POST", "/v1/ask", { ...b, stream: true }, signal),
-    body,
-  );
   yield* readEvents(response.body);
 }
 

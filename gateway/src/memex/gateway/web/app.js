@@ -1,11 +1,11 @@
-// The web chat: streamed chat (POST /v1/chat, SSE), a streamed ask when "As of" is set (POST
-// /v1/ask, SSE: docs/as-of.md) and queued turns (POST /v1/turns, followed on the thread's event
-// stream, polled when that fails), with the conversation and thread lists in the sidebar.
+// The web chat: streamed chat (POST /v1/chat, SSE; with "As of" set, a reply from the memory as
+// it stood at the end of that day: docs/as-of.md) and queued turns (POST /v1/turns, followed on
+// the thread's event stream, polled when that fails), with the conversation and thread lists in
+// the sidebar.
 
 import {
   ApiError,
   apiKey,
-  ask,
   chat,
   downloadEvidence,
   getAsOwner,
@@ -117,10 +117,11 @@ function describe(err) {
 
 // ---- streamed chat -------------------------------------------------------------------------
 
-async function streamAnswer(text) {
+async function streamAnswer(text, day) {
   append(messageItem("user", text));
   const answer = append(messageItem("assistant", "", { state: "waiting", deltas: "0" }));
   answer.setAttribute("aria-busy", "true");
+  if (day) renderAsOf(answer, day);
   const body = answer.querySelector(".text");
   const meta = { persona: "", model: "" };
   let deltas = 0;
@@ -128,7 +129,7 @@ async function streamAnswer(text) {
   state.controller = new AbortController();
   setBusy(true);
   try {
-    const request = { message: text, persona: persona() || undefined };
+    const request = { message: text, persona: persona() || undefined, as_of: day || undefined };
     if (state.conversationId) request.conversation_id = state.conversationId;
     for await (const { event, data } of chat(request, state.controller.signal)) {
       if (event === "meta") {
@@ -136,6 +137,7 @@ async function streamAnswer(text) {
         meta.persona = data.persona;
         meta.model = data.model;
         answer.dataset.state = "streaming";
+        if (data.as_of) renderAsOf(answer, data.as_of);
         renderMeta(answer, [meta.persona, meta.model]);
       } else if (event === "delta") {
         body.append(document.createTextNode(data.text || ""));
@@ -174,63 +176,6 @@ async function streamAnswer(text) {
     state.controller = null;
     setBusy(false);
     refreshSidebar();
-  }
-}
-
-// ---- an answer as of a day (docs/as-of.md) -------------------------------------------------
-
-// Chat has no as_of, so a message sent with "As of" set is asked (POST /v1/ask, streamed): a
-// one-off answer from the memory as it stood at the end of that day, kept in no conversation.
-async function streamAsk(text, day) {
-  append(messageItem("user", text));
-  const answer = append(messageItem("assistant", "", { state: "waiting", deltas: "0" }));
-  answer.setAttribute("aria-busy", "true");
-  renderAsOf(answer, day);
-  const body = answer.querySelector(".text");
-  let deltas = 0;
-  let finished = false;
-  state.controller = new AbortController();
-  setBusy(true);
-  try {
-    const request = { question: text, as_of: day, persona: persona() || undefined };
-    for await (const { event, data } of ask(request, state.controller.signal)) {
-      if (event === "started") {
-        answer.dataset.state = "streaming";
-        renderMeta(answer, [data.persona, data.model]);
-      } else if (event === "delta") {
-        body.append(document.createTextNode(data.text || ""));
-        deltas += 1;
-        answer.dataset.deltas = String(deltas);
-        answer.dataset.state = "streaming";
-        scrollToEnd();
-      } else if (event === "redraft") {
-        body.textContent = ""; // the draft so far is set aside; a new one follows
-      } else if (event === "result") {
-        finished = true;
-        answer.dataset.state = "done";
-        body.textContent = data.answer || "(no answer text)"; // the checked answer
-        renderAsOf(answer, data.as_of || day);
-        const withheld = Math.max(data.withheld || 0, liftWithheldNote(answer));
-        renderCitations(answer, data.citations, withheld);
-        const seconds = data.latency_ms ? `${(data.latency_ms / 1000).toFixed(1)} s` : "";
-        renderMeta(answer, [data.persona, data.model, seconds]);
-        renderEvidenceLink(answer, data.turn_id, downloadEvidence);
-      } else if (event === "error") {
-        finished = true;
-        renderError(answer, data.code, data.message || "the answer failed");
-      }
-    }
-    if (!finished) renderError(answer, "INTERRUPTED", "The stream ended before the answer did.");
-  } catch (err) {
-    if (err.name === "AbortError") {
-      renderError(answer, "STOPPED", "You stopped this answer.");
-    } else {
-      renderError(answer, ...describe(err));
-    }
-  } finally {
-    answer.removeAttribute("aria-busy");
-    state.controller = null;
-    setBusy(false);
   }
 }
 
@@ -509,8 +454,7 @@ function submit(event) {
   input.value = "";
   const day = $("as-of").value; // "" or YYYY-MM-DD
   if (state.mode === "queue") queueTurn(text);
-  else if (day) streamAsk(text, day);
-  else streamAnswer(text);
+  else streamAnswer(text, day);
 }
 
 function init() {

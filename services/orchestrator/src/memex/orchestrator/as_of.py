@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 
-from memex.shared.errors import InvalidArgument
+from memex.shared.dates import parse_as_of
 
 as_of_var: contextvars.ContextVar[dt.date | None] = contextvars.ContextVar(
     "memex_as_of", default=None
@@ -21,21 +21,10 @@ as_of_var: contextvars.ContextVar[dt.date | None] = contextvars.ContextVar(
 
 def parse(value: str) -> dt.date | None:
     """The day an ``as_of`` names (None for ""); InvalidArgument for another form or a day after
-    today (UTC, with a day's grace for the asker's time zone)."""
-    value = value.strip()
-    if not value:
+    today (UTC, with a day's grace for the asker's time zone, read as today)."""
+    if not value.strip():
         return None
-    try:
-        day = dt.date.fromisoformat(value)
-    except ValueError:
-        day = None
-    if day is None or len(value) != 10:
-        raise InvalidArgument(f"as_of {value!r} is not a date: use YYYY-MM-DD")
-    if day > dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1):
-        raise InvalidArgument(
-            f"as_of {value} is in the future: leave it out to read memory as it stands now"
-        )
-    return min(day, dt.datetime.now(dt.UTC).date())
+    return parse_as_of(value, dt.datetime.now(dt.UTC).date(), grace=dt.timedelta(days=1))
 
 
 def today() -> dt.date:

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 
+from memex.orchestrator import as_of as as_of_day
 from memex.orchestrator import conflicts
 from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_stages import abstention
@@ -46,6 +47,7 @@ class Meta:
     conversation_id: str
     model: str
     persona: str
+    as_of: str = ""  # the day whose memory the reply reads (YYYY-MM-DD), "" for now
 
 
 @dataclass(frozen=True)
@@ -99,15 +101,20 @@ class Chatter:
         persona_name: str = "",
         *,
         include_sensitive: bool = False,
+        as_of: str = "",
     ) -> AsyncGenerator[ChatEvent, None]:
         """Streams a reply. Errors before the first event raise; later ones become an Error.
         Sensitive notes reach the model only with ``include_sensitive`` (and a reasoner allowed
-        them, ``Sensitivity``); otherwise they are withheld and counted."""
+        them, ``Sensitivity``); otherwise they are withheld and counted. With ``as_of``
+        (YYYY-MM-DD) the reply reads the memory as it stood at the end of that day; the
+        conversation's history is the conversation's, whatever day each earlier reply read."""
         started = time.perf_counter()
         # check (before any event, so bad input is a plain error), then the conversation
         message = checked(
             message, name="message", hint="say something", max_chars=MAX_MESSAGE_CHARS
         )
+        day = as_of_day.parse(as_of)
+        as_of_day.as_of_var.set(day)  # every stage reads memory as of that day (docs/as-of.md)
         p = self._p
         persona = self._personas.get(persona_name, "chat")
         store = self._conversations
@@ -122,7 +129,7 @@ class Chatter:
                 store.create_conversation, tenant, conversation_title(message), persona.name
             )
         await asyncio.to_thread(store.add_message, tenant, conversation_id, "user", message)
-        yield Meta(conversation_id, p.generator.model, persona.name)
+        yield Meta(conversation_id, p.generator.model, persona.name, day.isoformat() if day else "")
 
         try:
             # retrieve

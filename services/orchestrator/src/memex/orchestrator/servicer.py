@@ -152,6 +152,7 @@ class OrchestratorServicer(
             request.message,
             request.persona,
             include_sensitive=request.include_sensitive,
+            as_of=request.as_of,
         )
         # Closed at once when the client goes away, so the model call below it stops too.
         async with contextlib.aclosing(stream):
@@ -163,6 +164,7 @@ class OrchestratorServicer(
                                 conversation_id=event.conversation_id,
                                 model=event.model,
                                 persona=event.persona,
+                                as_of=event.as_of,
                             )
                         )
                     case chat_events.Delta():

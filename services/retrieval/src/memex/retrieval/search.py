@@ -23,13 +23,14 @@ import numpy as np
 from memex.retrieval import metrics, note_names
 from memex.retrieval.embedder import Embedder, check_model
 from memex.retrieval.fusion import ChannelHit, Fusion, fuse, recency_factor, rrf, salience_factor
-from memex.retrieval.history.as_of import MemoryAsOf, parse_as_of
+from memex.retrieval.history.as_of import MemoryAsOf
 from memex.retrieval.ingest.indexer import MATCHER_META
 from memex.retrieval.ingest.records_io import entity_matcher
 from memex.retrieval.items import Item, chunk_item, fill_chunk, record_item, record_salience
 from memex.retrieval.names import NameMatcher
 from memex.retrieval.rerank import Reranker, rerank_items
 from memex.retrieval.store.base import Hit, MemoryReader, NoteMeta, Record, SearchFilter
+from memex.shared.dates import parse_as_of
 from memex.shared.errors import InvalidArgument
 
 CHANNELS = ("vector", "keyword", "graph", "beliefs", "observations")

@@ -38,23 +38,6 @@ from memex.retrieval.store.base import (
     Sort,
     Vector,
 )
-from memex.shared.errors import InvalidArgument
-
-
-def parse_as_of(value: str, today: dt.date) -> dt.date:
-    """The day an ``as_of`` names; InvalidArgument for another form or a day after ``today``."""
-    try:
-        day = dt.date.fromisoformat(value)
-    except ValueError:
-        raise InvalidArgument(f"as_of {value!r} is not a date: use YYYY-MM-DD") from None
-    if len(value) != 10:
-        raise InvalidArgument(f"as_of {value!r} is not a date: use YYYY-MM-DD")
-    if day > today:
-        raise InvalidArgument(
-            f"as_of {value} is after today ({today.isoformat()}): memory has no future; "
-            "leave as_of out to read it as it stands now"
-        )
-    return day
 
 
 class MemoryAsOf:
