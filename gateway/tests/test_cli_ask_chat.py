@@ -65,8 +65,11 @@ async def test_chat_as_of_a_day_sends_it_with_every_message_and_says_so(stack: A
     assert code == 0
     assert [c.as_of for c in orchestrator.chats[-2:]] == ["2026-02-01", "2026-02-01"]
     assert out.count("As of 2026-02-01: You said:") == 2
-    code, out, _ = await memex(env, "chat", "hi", "--as-of", "2026-02-01", "--json")
+    code, out, _ = await memex(
+        env, "chat", "hi", "--as-of", "2026-02-01", "--json", "--tenant", "acme"
+    )
     assert code == 0 and json.loads(out)["as_of"] == "2026-02-01"
+    assert orchestrator.chats[-1].tenant == "acme"
     code, out, _ = await memex(env, "chat", "hi", "--json")
     assert "as_of" not in json.loads(out) and orchestrator.chats[-1].as_of == ""
 

@@ -1,7 +1,7 @@
 """Memory as of a date on the real stack (issue 37, docs/as-of.md): a vault indexed, edited and
-indexed again into its own tenant of the shared demo stack; `memex search`, `memex ask` (the tiny
-local model) and `memex note` as of a day before the edit read the note as it was, the evidence
-bundle records the day, and HTTP refuses a day that is not one."""
+indexed again into its own tenant of the shared demo stack; `memex search`, `memex ask` and
+`memex chat` (the tiny local model) and `memex note` as of a day before the edit read the note as
+it was, the evidence bundles record the day, and HTTP refuses a day that is not one."""
 
 from __future__ import annotations
 
@@ -61,6 +61,13 @@ def test_search_ask_and_note_as_of_a_day_read_the_memory_as_it_was(
     assert reply["as_of"] == "2026-02-01"
     assert "£120" not in reply["answer"]
     bundle = _run(demo_stack, "evidence", reply["turn_id"], flags=())  # the bundle is JSON
+    assert bundle["as_of"] == "2026-02-01"
+    shown = [e["text"] for e in bundle["excerpts"] if e.get("title") == "Boiler"]
+    assert shown and all("£90" in t and "£120" not in t for t in shown)
+
+    chatted = _run(demo_stack, "chat", QUESTION, "--as-of", "2026-02-01")
+    assert chatted["as_of"] == "2026-02-01" and "£120" not in chatted["reply"], chatted
+    bundle = _run(demo_stack, "evidence", chatted["message_id"], flags=())
     assert bundle["as_of"] == "2026-02-01"
     shown = [e["text"] for e in bundle["excerpts"] if e.get("title") == "Boiler"]
     assert shown and all("£90" in t and "£120" not in t for t in shown)

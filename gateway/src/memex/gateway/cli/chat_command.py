@@ -62,6 +62,7 @@ async def chat_turn(
     prefix: str = "",
     include_sensitive: bool = False,
     as_of: str = "",
+    tenant: str = "",
 ) -> Turn:
     """Sends one message; with ``stream``, prints the reply as it arrives, then its sources.
     Sensitive notes are withheld from the reply unless ``include_sensitive`` (as the CLI's
@@ -71,6 +72,7 @@ async def chat_turn(
     spinner = Spinner("thinking", show=stream and sys.stderr.isatty())
     spinner.start()
     request = pb.ChatRequest(
+        tenant=tenant,
         conversation_id=conversation,
         message=message,
         persona=persona,
@@ -142,6 +144,7 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
             stream=stream,
             include_sensitive=args.include_sensitive,
             as_of=args.as_of.strip(),
+            tenant=args.tenant,
         )
         show(turn)
         if turn.conversation_id and not args.json:
@@ -181,6 +184,7 @@ def chat(args: argparse.Namespace, settings: StackSettings) -> int:
                 prefix=prefix,
                 include_sensitive=args.include_sensitive,
                 as_of=args.as_of.strip(),
+                tenant=args.tenant,
             )
             show(turn)
             if turn.error_code == "UNAVAILABLE":

@@ -111,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="YYYY-MM-DD",
         help="reply from your memory as it stood at the end of that day (docs/as-of.md)",
     )
+    chat.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
     chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")
