@@ -34,6 +34,24 @@ async def test_a_part_of_a_compound_question_the_answer_left_out_is_asked_for_ag
     assert result.stages[-1] == "answer_parts"
 
 
+async def test_a_why_left_out_is_asked_as_a_question_of_its_own(tmp_path: Path) -> None:
+    """Shown the answer so far and "Still to answer: Why?", a small model writes the answer
+    again: the why is asked of the first part's clause, over the same sources."""
+    model = TwoAnswers(
+        {ANSWER: ["The deposit is £800 [1]."]}, later=["Because Dana holds it for the flat [1]."]
+    )
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask(
+        "me", "How much is the deposit Dana holds, and why?", include_sensitive=True
+    )
+    first, part = ("\n".join(m.content for m in c.messages) for c in model.calls)
+    assert "Question: Why is the deposit Dana holds?" in part and "Still to answer" not in part
+    assert part.startswith(first.split("Question:")[0])  # the sources, as the answer's call
+    assert result.answer == (
+        "The deposit is £800 [[Flat lease]]. Because Dana holds it for the flat [[Flat lease]]."
+    )
+
+
 @pytest.mark.parametrize(
     "later",
     [

@@ -7,7 +7,7 @@ import pytest
 from memex.orchestrator.answer.judging import unaddressed_parts
 from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.items import GroundingReport
-from memex.orchestrator.question_parts import question_parts
+from memex.orchestrator.question_parts import question_parts, standalone
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,30 @@ def test_the_parts_an_answer_leaves_out(
     question: str, claims: list[str], left_out: list[str]
 ) -> None:
     assert unaddressed_parts(question, _reading(*claims)) == left_out
+
+
+@pytest.mark.parametrize(
+    ("question", "alone"),
+    [
+        (
+            "How much of my deposit did Graham agree to give back, and why?",
+            [
+                "How much of my deposit did Graham agree to give back?",
+                "Why did Graham agree to give back?",
+            ],
+        ),
+        ("When did you move, and why?", ["When did you move?", "Why did you move?"]),
+        # A part with words of its own stands as it is; so does a question word with no clause
+        # before it to ask of.
+        (
+            "Which port does it use and how do I change it?",
+            ["Which port does it use?", "How do I change it?"],
+        ),
+        ("Who came to the party, and why?", ["Who came to the party?", "Why?"]),
+        ("When is the party?", ["When is the party?"]),
+    ],
+)
+def test_a_part_that_is_only_a_question_word_is_asked_of_the_clause_before_it(
+    question: str, alone: list[str]
+) -> None:
+    assert [standalone(part, question) for part in question_parts(question)] == alone

@@ -13,6 +13,7 @@ import datetime as dt
 from memex.orchestrator import as_of
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage
+from memex.orchestrator.question_parts import standalone
 from memex.orchestrator.sources import Source, render_all, spoken_date
 
 EMPTY_MEMORY_ANSWER = "There is nothing in the memory yet to answer from."
@@ -100,7 +101,12 @@ def part_messages(
 ) -> list[ChatMessage]:
     """A call for one part of a compound question that the answer so far (``answered``) left
     out. Its prompt starts as the answer's did, question included, so the model reads only what
-    follows: the answer so far, so that it is not given again, and the part."""
+    follows: the answer so far, so that it is not given again, and the part. A part that is only
+    a question word ("Why?") is asked instead as the question of its own ``standalone`` builds,
+    without the answer so far, which the model otherwise writes again (``question_parts``)."""
+    alone = standalone(part, question)
+    if alone != part:
+        return answer_messages(persona, sources, alone, today)
     return [
         ChatMessage("system", system_prompt(persona, ANSWER_RULES)),
         ChatMessage(

@@ -9,6 +9,11 @@ questions on the demo vault that the plain question had answered whole. The part
 after the answer instead: a part whose only sentence the claim check cut is named as one the
 notes do not answer (``answer/check.py``), and a part no sentence answers is asked for
 in a short call of its own (``answer/judging.py``, ask's ``answer_parts``).
+
+A part that is only a question word ("..., and why?") is asked in that call as a question of
+its own, built from the part before it (``standalone``): shown the compound question and the
+answer so far with "Still to answer: Why?", the 1.5B model wrote the answer so far again; asked
+"Why did Graham agree to give back?" over the same sources, it gave the reason.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ _JOIN = re.compile(rf",?\s+(?:and|or|but)\s+(?=(?:{_QUESTION_WORDS})\b)", re.IGN
 _SENTENCE = re.compile(r"(?<=[?.!])\s+(?=[A-Z])")
 _OPENING = re.compile(rf"^(?:{_QUESTION_WORDS})\b", re.IGNORECASE)
 _MAX_PARTS = 4
+# Where the clause a question word asks about begins: its auxiliary verb ("How much ... did
+# Graham agree to give back" asks about "did Graham agree to give back").
+_AUXILIARY = re.compile(
+    r"\b(?:do|does|did|is|are|was|were|am|can|could|should|will|would|has|have|had)\b",
+    re.IGNORECASE,
+)
 
 
 def question_parts(question: str) -> list[str]:
@@ -42,3 +53,19 @@ def question_parts(question: str) -> list[str]:
 def _as_question(part: str) -> str:
     part = part.rstrip(" ?.")
     return f"{part[:1].upper()}{part[1:]}?"
+
+
+def standalone(part: str, question: str) -> str:
+    """``part`` of ``question`` as a question of its own. A part that is only a question word
+    asks it of the clause of the part before it: "How much of my deposit did Graham agree to
+    give back, and why?" gives "Why did Graham agree to give back?". Any other part, or one
+    whose earlier part has no auxiliary verb to start a clause from, is returned as it is."""
+    word = part.strip().rstrip(" ?.")
+    parts = question_parts(question)
+    if len(word.split()) != 1 or not _OPENING.fullmatch(word) or part not in parts[1:]:
+        return part
+    before = parts[parts.index(part) - 1].rstrip(" ?.")
+    clause = _AUXILIARY.search(before)
+    if clause is None:
+        return part
+    return f"{word[:1].upper()}{word[1:].lower()} {before[clause.start() :]}?"
