@@ -185,9 +185,29 @@ def test_an_as_of_that_is_not_a_past_day_is_a_400(
     assert r.json()["error"]["message"].startswith(f"as_of {FUTURE} is after today")
 
 
+def test_records_timeline_and_inbox_as_of_a_day_reach_the_orchestrator(
+    client: httpx.Client, gateway: Gateway
+) -> None:
+    """docs/as-of.md: the structured reads take the day too; a bad one is a 400."""
+    o = gateway.orchestrator
+    r = client.post("/v1/records/query", json={"collection": "inbox", "as_of": "2026-02-01"})
+    assert r.status_code == 200 and o.queries[-1].filters.as_of == "2026-02-01"
+    r = client.get("/v1/people/graham/timeline", params={"as_of": "2026-02-01"})
+    assert r.status_code == 200 and o.reads[-1].filters.as_of == "2026-02-01"
+    r = client.get("/v1/inbox", params={"as_of": "2026-02-01"})
+    assert r.status_code == 200 and o.reads[-1].as_of == "2026-02-01"
+    assert client.get("/v1/inbox").status_code == 200 and o.reads[-1].as_of == ""
+    for bad in (
+        client.get("/v1/inbox", params={"as_of": "Feb 1"}),
+        client.get("/v1/people/graham/timeline", params={"as_of": FUTURE}),
+        client.post("/v1/records/query", json={"collection": "inbox", "as_of": "2026-2-1"}),
+    ):
+        assert bad.status_code == 400 and "as_of" in bad.text, bad.text
+
+
 def test_the_spec_documents_as_of_where_it_is_taken(client: httpx.Client) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("AskRequest", "SearchRequest", "ChatRequest"):
+    for name in ("AskRequest", "SearchRequest", "ChatRequest", "RecordsQuery"):
         as_of = schemas[name]["properties"]["as_of"]
         assert as_of["pattern"] == r"^(\d{4}-\d{2}-\d{2})?$" and "as-of" in as_of["description"]
     assert "as_of" in schemas["AskResponse"]["properties"]

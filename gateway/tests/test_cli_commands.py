@@ -94,8 +94,8 @@ async def test_inbox_and_note(stack: Any) -> None:
 
 
 async def test_search_ask_and_note_as_of_a_day(stack: Any) -> None:
-    """docs/as-of.md: --as-of goes to the orchestrator; an answer says the day on its first line;
-    a note lists its versions."""
+    """docs/as-of.md: --as-of goes to the orchestrator (search, ask, query, timeline, inbox); an
+    answer says the day on its first line; a note lists its versions."""
     env, reads, orchestrator = stack
     code, _, _ = await memex(env, "search", "deposit", "--as-of", "2026-02-01", "--tenant", "t1")
     assert code == 0
@@ -108,6 +108,11 @@ async def test_search_ask_and_note_as_of_a_day(stack: Any) -> None:
     assert json.loads(out)["as_of"] == "2026-02-01"
     code, out, _ = await memex(env, "ask", "How much?")
     assert "As of" not in out and orchestrator.asks[-1].as_of == ""
+    for command in (["query", "events"], ["timeline", "Graham"]):
+        code, _, _ = await memex(env, *command, "--as-of", "2026-02-01")
+        assert code == 0 and reads.seen[-1].filters.as_of == "2026-02-01", command
+    code, _, _ = await memex(env, "inbox", "--as-of", "2026-02-01")
+    assert code == 0 and reads.seen[-1].as_of == "2026-02-01"
 
     code, out, _ = await memex(env, "note", "ep1")
     assert code == 0

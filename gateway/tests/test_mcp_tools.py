@@ -188,8 +188,14 @@ async def test_ask_and_search_as_of_a_day(stack: Any) -> None:
         seen = len(fake.seen)
         assert "as_of" in error_text(await mcp.call_tool("search", {"query": "x", "as_of": "May"}))
         assert len(fake.seen) == seen
+        data(await mcp.call_tool("query_records", {"collection": "events", "as_of": "2026-02-01"}))
+        assert fake.seen[-1].filters.as_of == "2026-02-01"
+        data(await mcp.call_tool("person_timeline", {"person": "Graham", "as_of": "2026-02-01"}))
+        assert fake.seen[-1].filters.as_of == "2026-02-01"
+        data(await mcp.call_tool("list_inbox", {"as_of": "2026-02-01"}))
+        assert fake.seen[-1].as_of == "2026-02-01"
         tools = {t.name: t for t in (await mcp.list_tools()).tools}
-    for name in ("ask", "search"):
+    for name in ("ask", "search", "query_records", "person_timeline", "list_inbox"):
         schema = tools[name].input_schema["properties"]["as_of"]
         assert "end of that day" in schema["description"]
 

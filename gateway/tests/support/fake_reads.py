@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.shared.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 
-from .fake_data import ITEM, Context
+from .fake_data import ITEM, Context, check_as_of
 
 
 def _record(collection: str, fields: dict[str, Any], sensitive: bool = False) -> pb.MemoryRecord:
@@ -41,6 +41,7 @@ class MemoryReads:
         self, request: pb.QueryRecordsRequest, context: Context
     ) -> pb.QueryRecordsResponse:
         self.queries.append(request)
+        check_as_of(request.filters.as_of)
         if request.collection not in ("inbox", "entities", "events"):
             raise PermissionDenied(f"collection {request.collection!r} is not allowlisted")
         if request.collection != "inbox":
@@ -51,6 +52,7 @@ class MemoryReads:
         self, request: pb.PersonTimelineRequest, context: Context
     ) -> pb.PersonTimelineResponse:
         self.reads.append(request)
+        check_as_of(request.filters.as_of)
         if request.person.casefold() not in ("graham", "graham-pearce"):
             raise NotFound(f"no person or entity matches {request.person!r}")
         return pb.PersonTimelineResponse(
@@ -62,6 +64,7 @@ class MemoryReads:
         self, request: pb.ListInboxRequest, context: Context
     ) -> pb.ListInboxResponse:
         self.reads.append(request)
+        check_as_of(request.as_of)
         items = [f for f in self.INBOX if request.include_done or f["status"] != "done"]
         return pb.ListInboxResponse(items=[_record("inbox", f) for f in items])
 

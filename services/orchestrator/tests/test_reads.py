@@ -306,3 +306,33 @@ async def test_a_notes_file_is_relayed_only_where_its_text_may_be_read(served: A
         "memo.mp3",
     )
     assert b"".join(r.data for r in replies[1:]) == b"ID3memo"
+
+
+async def test_records_timeline_and_inbox_as_of_a_day_ask_retrieval_for_that_day(
+    served: Any,
+) -> None:
+    """docs/as-of.md: the day goes to every retrieval call of the read (the timeline's entity
+    lookup too), and a day that is not one is refused before retrieval is asked."""
+    stub, retrieval, _ = served
+    day = pb.MemoryFilters(as_of="2026-02-01")
+    await stub.QueryRecords(pb.QueryRecordsRequest(collection="inbox", filters=day))
+    assert retrieval.seen[-1].as_of == "2026-02-01"
+    seen = len(retrieval.seen)
+    await stub.PersonTimeline(pb.PersonTimelineRequest(person="graham", filters=day))
+    assert [r.as_of for r in retrieval.seen[seen:]] == ["2026-02-01", "2026-02-01"]
+    await stub.ListInbox(pb.ListInboxRequest(as_of="2026-02-01"))
+    assert retrieval.seen[-1].as_of == "2026-02-01"
+    await stub.ListInbox(pb.ListInboxRequest())
+    assert retrieval.seen[-1].as_of == ""
+    seen = len(retrieval.seen)
+    for bad in (
+        stub.ListInbox(pb.ListInboxRequest(as_of="Feb 1")),
+        stub.QueryRecords(
+            pb.QueryRecordsRequest(collection="inbox", filters=pb.MemoryFilters(as_of="2999-01-01"))
+        ),
+    ):
+        error = await refused(bad)
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "as_of" in (
+            error.details() or ""
+        )
+    assert len(retrieval.seen) == seen

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 import pytest
+from google.protobuf import struct_pb2
 
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
@@ -122,3 +123,44 @@ async def test_a_bad_as_of_is_refused_with_what_to_fix(
         await search(retrieval, "sailing", as_of=as_of)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert says in (refused.value.details() or "")
+
+
+async def test_record_reads_as_of_a_day_before_a_record_was_written_do_not_list_it(
+    retrieval: Stub,
+) -> None:
+    fields = struct_pb2.Struct()
+    fields.update({"title": "Chase the deposit", "status": "open", "entities": ["graham"]})
+    person = struct_pb2.Struct()
+    person.update({"name": "Graham Pearce", "kind": "person"})
+    await retrieval.UpsertRecords(
+        retrieval_pb2.UpsertRecordsRequest(
+            records=[
+                retrieval_pb2.Record(collection="inbox", id="t1", fields=fields),
+                retrieval_pb2.Record(collection="entities", id="graham", fields=person),
+            ]
+        )
+    )
+    yesterday = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    then = await retrieval.ListInbox(retrieval_pb2.ListInboxRequest(as_of=yesterday))
+    now = await retrieval.ListInbox(retrieval_pb2.ListInboxRequest(as_of=today))
+    assert [r.id for r in then.items] == [] and [r.id for r in now.items] == ["t1"]
+    people = await retrieval.QueryRecords(
+        retrieval_pb2.QueryRecordsRequest(collection="entities", as_of=yesterday)
+    )
+    assert not people.records
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await retrieval.PersonTimeline(
+            retrieval_pb2.PersonTimelineRequest(entity_id="graham", as_of=yesterday)
+        )
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    timeline = await retrieval.PersonTimeline(
+        retrieval_pb2.PersonTimelineRequest(entity_id="graham", as_of=today)
+    )
+    assert [e.item.id for e in timeline.entries] == ["inbox:t1"]
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await retrieval.QueryRecords(
+            retrieval_pb2.QueryRecordsRequest(collection="inbox", as_of="2999-01-01")
+        )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "after today" in (refused.value.details() or "")

@@ -19,7 +19,7 @@ from memex.retrieval.history.versions import (
     on_remove,
     on_write,
 )
-from memex.retrieval.store.base import SearchFilter
+from memex.retrieval.store.base import SearchFilter, Sort
 from memex.retrieval.store.embedded.store import EmbeddedStore
 from memex.retrieval.testing import DIM, record, vec
 
@@ -142,3 +142,48 @@ def test_times_never_run_backwards_or_into_the_future() -> None:
         "2024-02-02T00:00:00Z",
         "2026-03-05T00:00:00Z",
     )
+
+
+def _task(rid: str, title: str, day: str, status: str = "open") -> object:
+    return record(
+        "inbox",
+        rid,
+        title,
+        fields={"title": title, "status": status, "date": day},
+        date=day,
+        entity_refs=("graham",),
+        vector=vec(1.0, 0.5),
+    )
+
+
+async def test_record_reads_as_of_a_day_list_each_record_as_it_stood(
+    store: EmbeddedStore,
+) -> None:
+    """QueryRecords, ListInbox and PersonTimeline as of a day (records.py) read through these:
+    each record is the version that held then, under its own id, sorted and capped as one list."""
+    clock = Clock()
+    archive = Archive(store, _embed, lambda: "fixed", clock)
+    entity = record("entities", "graham", "Graham", fields={"name": "Graham"}, vector=vec(1.0))
+    await _write(store, archive, entity, _task("t1", "Call Graham", "2026-02-10"))
+    await _write(store, archive, _task("t2", "Chase the deposit", "2026-02-01"))
+    clock.now = "2026-03-01T09:00:00Z"
+    await _write(store, archive, _task("t1", "Call Graham", "2026-02-10", status="done"))
+    await _write(store, archive, _task("t3", "Send meter readings", "2026-01-20"))
+    await _write(store, archive, record("entities", "graham", "G", fields={"name": "G. Pearce"}))
+
+    view = await _as_of(store, "2026-02-15")
+    listed = await view.query_records(T, "inbox", (), Sort("date"), 10)
+    assert [(r.id, r.fields["status"]) for r in listed] == [("t2", "open"), ("t1", "open")]
+    assert [r.id for r in await view.query_records(T, "inbox", (), Sort("date"), 1)] == ["t2"]
+    about = await view.records_about(T, "graham")
+    assert sorted((r.id, r.fields["status"]) for r in about) == [("t1", "open"), ("t2", "open")]
+    then = await view.get_records(T, ["entities:graham"])
+    assert then["entities:graham"].id == "graham"
+    assert then["entities:graham"].fields["name"] == "Graham"
+
+    now = await store.query_records(T, "inbox", (), Sort("date"), 10)
+    assert [(r.id, r.fields["status"]) for r in now] == [
+        ("t3", "open"),
+        ("t2", "open"),
+        ("t1", "done"),
+    ]

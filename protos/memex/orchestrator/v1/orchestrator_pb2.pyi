@@ -1720,7 +1720,9 @@ class QueryRecordsRequest(_message.Message):
 
     @_builtins.property
     def filters(self) -> Global___MemoryFilters:
-        """Only since/until, tags and include_sensitive apply (on the record's date and tags)."""
+        """Only since/until, tags, include_sensitive (on the record's date and tags) and as_of (the
+        records as they stood at the end of that day) apply.
+        """
 
     def __init__(
         self,
@@ -1775,7 +1777,9 @@ class PersonTimelineRequest(_message.Message):
     """0-1000; 0 means every entry."""
     @_builtins.property
     def filters(self) -> Global___MemoryFilters:
-        """since/until, tags and include_sensitive apply to the entries."""
+        """since/until, tags and include_sensitive apply to the entries; as_of reads the entity and
+        its entries as they stood at the end of that day.
+        """
 
     def __init__(
         self,
@@ -1850,12 +1854,15 @@ class ListInboxRequest(_message.Message):
     LIMIT_FIELD_NUMBER: _builtins.int
     INCLUDE_DONE_FIELD_NUMBER: _builtins.int
     INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     limit: _builtins.int
     """0-1000; 0 means the service default."""
     include_done: _builtins.bool
     """Also items whose status is done, archived or dismissed."""
     include_sensitive: _builtins.bool
+    as_of: _builtins.str
+    """YYYY-MM-DD: the inbox as it stood at the end of that day (docs/as-of.md); empty: now."""
     def __init__(
         self,
         *,
@@ -1863,10 +1870,11 @@ class ListInboxRequest(_message.Message):
         limit: _builtins.int = ...,
         include_done: _builtins.bool = ...,
         include_sensitive: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_done", b"include_done", "include_sensitive", b"include_sensitive", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "include_done", b"include_done", "include_sensitive", b"include_sensitive", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -459,12 +459,17 @@ class QueryRecordsRequest(_message.Message):
     FILTER_FIELD_NUMBER: _builtins.int
     SORT_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     collection: _builtins.str
     sort: _builtins.str
     """Field to sort by; a leading "-" sorts descending. Empty sorts by id."""
     limit: _builtins.int
     """At most this many (1000); 0 means 50."""
+    as_of: _builtins.str
+    """YYYY-MM-DD: the records as they stood at the end of that day, each under its own id
+    (docs/as-of.md); empty: now.
+    """
     @_builtins.property
     def filter(self) -> _containers.RepeatedCompositeFieldContainer[Global___FieldFilter]:
         """All conditions must hold."""
@@ -477,10 +482,11 @@ class QueryRecordsRequest(_message.Message):
         filter: _abc.Iterable[Global___FieldFilter] | None = ...,
         sort: _builtins.str = ...,
         limit: _builtins.int = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["collection", b"collection", "filter", b"filter", "limit", b"limit", "sort", b"sort", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "collection", b"collection", "filter", b"filter", "limit", b"limit", "sort", b"sort", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -513,19 +519,23 @@ class PersonTimelineRequest(_message.Message):
     TENANT_FIELD_NUMBER: _builtins.int
     ENTITY_ID_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     entity_id: _builtins.str
     limit: _builtins.int
+    as_of: _builtins.str
+    """As QueryRecordsRequest.as_of: the entity, its records and the notes as they stood then."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         entity_id: _builtins.str = ...,
         limit: _builtins.int = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entity_id", b"entity_id", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "entity_id", b"entity_id", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -585,20 +595,24 @@ class ListInboxRequest(_message.Message):
     TENANT_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     INCLUDE_DONE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     limit: _builtins.int
     include_done: _builtins.bool
     """Also list items whose status is done, archived or dismissed."""
+    as_of: _builtins.str
+    """As QueryRecordsRequest.as_of."""
     def __init__(
         self,
         *,
         tenant: _builtins.str = ...,
         limit: _builtins.int = ...,
         include_done: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_done", b"include_done", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "include_done", b"include_done", "limit", b"limit", "tenant", b"tenant"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -45,12 +45,7 @@ def add_parsers(commands: Any) -> None:
     search.add_argument("--collection", action="append", default=[], help="record collection")
     search.add_argument("--contested", action="store_true", help="include contested beliefs")
     search.add_argument("--explain", action="store_true", help="show why each result ranked")
-    search.add_argument(
-        "--as-of",
-        default="",
-        metavar="YYYY-MM-DD",
-        help="search your memory as it stood at the end of that day (docs/as-of.md)",
-    )
+    _as_of(search, "search your memory")
     _common(search)
     search.set_defaults(run=search_command)
 
@@ -68,6 +63,7 @@ def add_parsers(commands: Any) -> None:
     query.add_argument("--sort", default="", help="a field; --sort=-date sorts descending")
     query.add_argument("--limit", type=int, default=0, help="at most this many (default 50)")
     _window(query)
+    _as_of(query, "the records")
     _common(query)
     query.set_defaults(run=query_command)
 
@@ -75,12 +71,14 @@ def add_parsers(commands: Any) -> None:
     timeline.add_argument("person", help="an entity id, a name or an alias")
     timeline.add_argument("--limit", type=int, default=0, help="at most this many entries")
     _window(timeline)
+    _as_of(timeline, "the person and their entries")
     _common(timeline)
     timeline.set_defaults(run=timeline_command)
 
     inbox = commands.add_parser("inbox", help="open inbox items, soonest first")
     inbox.add_argument("--limit", type=int, default=0)
     inbox.add_argument("--all", action="store_true", help="also done, archived and dismissed")
+    _as_of(inbox, "the inbox")
     _common(inbox)
     inbox.set_defaults(run=inbox_command)
 
@@ -91,6 +89,15 @@ def add_parsers(commands: Any) -> None:
     )
     _common(note)
     note.set_defaults(run=note_command)
+
+
+def _as_of(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--as-of",
+        default="",
+        metavar="YYYY-MM-DD",
+        help=f"{what} as it stood at the end of that day (docs/as-of.md)",
+    )
 
 
 def _window(parser: argparse.ArgumentParser) -> None:
@@ -216,7 +223,10 @@ def query_command(args: argparse.Namespace, settings: StackSettings) -> int:
         sort=args.sort,
         limit=args.limit,
         where=reads.filters(
-            since=args.since, until=args.until, include_sensitive=args.include_sensitive
+            since=args.since,
+            until=args.until,
+            include_sensitive=args.include_sensitive,
+            as_of=args.as_of.strip(),
         ),
     )
     reply = _call(settings, lambda stub: stub.QueryRecords(request))
@@ -240,7 +250,10 @@ def timeline_command(args: argparse.Namespace, settings: StackSettings) -> int:
         person=args.person,
         limit=args.limit,
         filters=reads.filters(
-            since=args.since, until=args.until, include_sensitive=args.include_sensitive
+            since=args.since,
+            until=args.until,
+            include_sensitive=args.include_sensitive,
+            as_of=args.as_of.strip(),
         ),
     )
     reply = _call(settings, lambda stub: stub.PersonTimeline(request))
@@ -269,6 +282,7 @@ def inbox_command(args: argparse.Namespace, settings: StackSettings) -> int:
         limit=args.limit,
         include_done=args.all,
         include_sensitive=args.include_sensitive,
+        as_of=args.as_of.strip(),
     )
     reply = _call(settings, lambda stub: stub.ListInbox(request))
     if isinstance(reply, int):

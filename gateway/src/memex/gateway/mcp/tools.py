@@ -168,16 +168,21 @@ class Tools:
         since: Date = "",
         until: Date = "",
         include_sensitive: Sensitive = False,
+        as_of: AsOf = "",
     ) -> RecordsResult:
         """Structured read of one record collection with field filters, e.g. events in a date
-        range or entities of kind person. Each record carries its citation."""
+        range or entities of kind person. Each record carries its citation. With as_of, the
+        records as they stood at the end of that day."""
         request = reads.records(
             collection,
             [(f.field, f.op, f.value) for f in filters],
             sort=sort,
             limit=limit,
             where=reads.filters(
-                since=since, until=until, include_sensitive=self._sensitive(include_sensitive)
+                since=since,
+                until=until,
+                include_sensitive=self._sensitive(include_sensitive),
+                as_of=as_of,
             ),
         )
         reply = await self.stack.orchestrator(lambda stub: stub.QueryRecords(request))
@@ -194,14 +199,19 @@ class Tools:
         since: Date = "",
         until: Date = "",
         include_sensitive: Sensitive = False,
+        as_of: AsOf = "",
     ) -> Timeline:
         """Everything memory holds about one person (or place, project, ...) in date order:
-        the entity record and the dated notes and records that mention it, each cited."""
+        the entity record and the dated notes and records that mention it, each cited. With
+        as_of, as they stood at the end of that day."""
         request = orchestrator_pb2.PersonTimelineRequest(
             person=person,
             limit=limit,
             filters=reads.filters(
-                since=since, until=until, include_sensitive=self._sensitive(include_sensitive)
+                since=since,
+                until=until,
+                include_sensitive=self._sensitive(include_sensitive),
+                as_of=as_of,
             ),
         )
         reply = await self.stack.orchestrator(lambda stub: stub.PersonTimeline(request))
@@ -212,12 +222,15 @@ class Tools:
         limit: Annotated[int, Field(ge=0, le=1000, description="0 = default")] = 0,
         include_done: bool = False,
         include_sensitive: Sensitive = False,
+        as_of: AsOf = "",
     ) -> InboxResult:
-        """Open inbox items (tasks, follow-ups), soonest date first, each with its citation."""
+        """Open inbox items (tasks, follow-ups), soonest date first, each with its citation.
+        With as_of, the inbox as it stood at the end of that day."""
         request = orchestrator_pb2.ListInboxRequest(
             limit=limit,
             include_done=include_done,
             include_sensitive=self._sensitive(include_sensitive),
+            as_of=as_of,
         )
         reply = await self.stack.orchestrator(lambda stub: stub.ListInbox(request))
         return InboxResult(items=[Record.from_proto(r) for r in reply.items])

@@ -29,6 +29,11 @@ class RecordsQuery(Strict):
     include_sensitive: bool = Field(
         False, description="Include sensitive records: needs a key granted it (or loopback)."
     )
+    as_of: Date = Field(
+        "",
+        description="The records as they stood at the end of this day (UTC), each as the "
+        "version that held then; empty: now. A day after today is a 400 (docs/as-of.md).",
+    )
 
 
 class RecordsResponse(BaseModel):

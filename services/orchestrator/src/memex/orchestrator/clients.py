@@ -180,14 +180,19 @@ class GrpcMemory:
             json_format.ParseDict(value, wrapped)  # type: ignore[arg-type]  # Value takes any JSON
             conditions.append(retrieval_pb2.FieldFilter(field=field, op=op, value=wrapped))
         request = retrieval_pb2.QueryRecordsRequest(
-            tenant=tenant, collection=collection, filter=conditions, sort=sort, limit=limit
+            tenant=tenant,
+            collection=collection,
+            filter=conditions,
+            sort=sort,
+            limit=limit,
+            as_of=as_of.wire(),
         )
         reply = await self._call(self._stub.QueryRecords, request)
         return [record(r) for r in reply.records]
 
     async def timeline(self, tenant: str, entity_id: str, limit: int) -> Timeline:
         request = retrieval_pb2.PersonTimelineRequest(
-            tenant=tenant, entity_id=entity_id, limit=limit
+            tenant=tenant, entity_id=entity_id, limit=limit, as_of=as_of.wire()
         )
         reply = await self._call(self._stub.PersonTimeline, request)
         return Timeline(
@@ -197,7 +202,7 @@ class GrpcMemory:
 
     async def inbox(self, tenant: str, limit: int, include_done: bool) -> list[Record]:
         request = retrieval_pb2.ListInboxRequest(
-            tenant=tenant, limit=limit, include_done=include_done
+            tenant=tenant, limit=limit, include_done=include_done, as_of=as_of.wire()
         )
         reply = await self._call(self._stub.ListInbox, request)
         return [record(r) for r in reply.items]

@@ -88,16 +88,21 @@ class Reads:
         filters: Sequence[tuple[str, str, object]],
         sort: str,
         limit: int,
+        as_of: str = "",
     ) -> list[Record]:
-        """Records of one collection matching every filter, within ``scope``."""
+        """Records of one collection matching every filter, within ``scope``; ``as_of``
+        (YYYY-MM-DD): as they stood at the end of that day (docs/as-of.md)."""
+        as_of_day.as_of_var.set(as_of_day.parse(as_of))
         check_count(limit, "limit", MAX_LIMIT)
         if not collection.strip():
             raise InvalidArgument("say which collection: entities, events, inbox, beliefs, ...")
         found = await self._memory.records(scope.tenant, collection, filters, sort, MAX_LIMIT)
         return scope.records(found, limit or DEFAULT_RECORDS)
 
-    async def timeline(self, scope: Scope, person: str, limit: int) -> Timeline:
-        """The timeline of the entity ``person`` names (an id, a name or an alias)."""
+    async def timeline(self, scope: Scope, person: str, limit: int, as_of: str = "") -> Timeline:
+        """The timeline of the entity ``person`` names (an id, a name or an alias); ``as_of``
+        as ``records``: the entity, its names and its entries as they stood then."""
+        as_of_day.as_of_var.set(as_of_day.parse(as_of))
         check_count(limit, "limit", MAX_LIMIT)
         memory = self._memory
         entities = await memory.records(scope.tenant, "entities", (), "", MAX_LIMIT)
@@ -105,8 +110,11 @@ class Reads:
         timeline = await memory.timeline(scope.tenant, entity.id, 0)
         return Timeline(entity, tuple(scope.entries(timeline.entries, limit)))
 
-    async def inbox(self, scope: Scope, limit: int, include_done: bool) -> list[Record]:
-        """Inbox items, soonest first, within ``scope``."""
+    async def inbox(
+        self, scope: Scope, limit: int, include_done: bool, as_of: str = ""
+    ) -> list[Record]:
+        """Inbox items, soonest first, within ``scope``; ``as_of`` as ``records``."""
+        as_of_day.as_of_var.set(as_of_day.parse(as_of))
         check_count(limit, "limit", MAX_LIMIT)
         found = await self._memory.inbox(scope.tenant, MAX_LIMIT, include_done)
         return scope.records(found, limit or DEFAULT_RECORDS)

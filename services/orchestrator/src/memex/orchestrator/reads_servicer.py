@@ -53,6 +53,7 @@ class ReadsServicer:
             conditions(request.filter),
             request.sort,
             request.limit,
+            as_of=request.filters.as_of,
         )
         return pb.QueryRecordsResponse(records=[record_pb(r) for r in records])
 
@@ -61,7 +62,10 @@ class ReadsServicer:
     ) -> pb.PersonTimelineResponse:
         o = self._slot.get()
         timeline = await o.reads.timeline(
-            scope(o.tenant(request.tenant), request.filters), request.person, request.limit
+            scope(o.tenant(request.tenant), request.filters),
+            request.person,
+            request.limit,
+            as_of=request.filters.as_of,
         )
         return timeline_pb(timeline)
 
@@ -71,7 +75,10 @@ class ReadsServicer:
         o = self._slot.get()
         filters = pb.MemoryFilters(include_sensitive=request.include_sensitive)
         items = await o.reads.inbox(
-            scope(o.tenant(request.tenant), filters), request.limit, request.include_done
+            scope(o.tenant(request.tenant), filters),
+            request.limit,
+            request.include_done,
+            as_of=request.as_of,
         )
         return pb.ListInboxResponse(items=[record_pb(r) for r in items])
 

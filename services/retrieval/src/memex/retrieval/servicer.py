@@ -84,6 +84,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
             convert.conditions(request.filter),
             request.sort,
             request.limit,
+            request.as_of,
         )
         return retrieval_pb2.QueryRecordsResponse(records=[convert.record(r) for r in rows])
 
@@ -92,7 +93,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> retrieval_pb2.PersonTimelineResponse:
         core = self._slot.get()
         timeline = await core.records.timeline(
-            core.tenant(request.tenant), request.entity_id, request.limit
+            core.tenant(request.tenant), request.entity_id, request.limit, request.as_of
         )
         return retrieval_pb2.PersonTimelineResponse(
             entity=convert.record(timeline.entity),
@@ -107,7 +108,7 @@ class RetrievalServicer(retrieval_pb2_grpc.RetrievalServiceServicer):
     ) -> retrieval_pb2.ListInboxResponse:
         core = self._slot.get()
         rows = await core.records.inbox(
-            core.tenant(request.tenant), request.limit, request.include_done
+            core.tenant(request.tenant), request.limit, request.include_done, request.as_of
         )
         return retrieval_pb2.ListInboxResponse(items=[convert.record(r) for r in rows])
 

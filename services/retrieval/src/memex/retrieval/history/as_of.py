@@ -38,6 +38,7 @@ from memex.retrieval.store.base import (
     Sort,
     Vector,
 )
+from memex.retrieval.store.filters import apply_query
 
 
 class MemoryAsOf:
@@ -210,13 +211,28 @@ class MemoryAsOf:
 
     # -- records -------------------------------------------------------------------------------
     async def get_records(self, tenant: str, refs: Sequence[str]) -> dict[str, Record]:
-        """See ``Store.get_records``: live records that held, and archived versions that held."""
+        """See ``Store.get_records``: live records that held, and archived versions that held.
+        A record's own ref whose live version did not hold yet reads the version that held then,
+        under its own id (a timeline as of a day asks for ``entities:graham``, not its @v1)."""
+        then = self._held_versions()
         live = [r for r in refs if r not in self._old_records and r not in self._hidden_records]
-        old = [r for r in refs if r in self._old_records]
+        old = {r: r for r in refs if r in self._old_records}
+        old |= {then[r]: r for r in refs if r in self._hidden_records and r in then}
         found = await self._store.get_records(self._tenant, live) if live else {}
         if old:
-            found |= await self._store.get_records(self._history, old)
+            archived = await self._store.get_records(self._history, list(old))
+            for version, record in archived.items():
+                asked = old[version]
+                found[asked] = record if asked == version else _unversioned(record)
         return found
+
+    def _held_versions(self) -> dict[str, str]:
+        """The archived version that held then, by its record's own ref."""
+        held = {}
+        for version in self._old_records:
+            if (split := split_version(version)) is not None:  # "entities:graham@v1"
+                held[split[0]] = version
+        return held
 
     async def search_records_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
@@ -256,23 +272,35 @@ class MemoryAsOf:
         sort: Sort | None,
         limit: int,
     ) -> list[Record]:
-        """See ``Store.query_records`` (the entity names the graph channel matches): live records
-        that held, and archived versions that held under their own ids."""
+        """See ``Store.query_records``: live records that held, and archived versions that held
+        under their own ids, filtered, sorted and capped as one list."""
         store = self._store
-        live = await store.query_records(self._tenant, collection, conditions, sort, limit)
+        more = limit + self._extra
+        live = await store.query_records(self._tenant, collection, conditions, sort, more)
         found = [r for r in live if r.ref not in self._hidden_records]
         if self._old_records:
-            old = await store.query_records(self._history, collection, conditions, sort, limit)
-            found += [
-                dataclasses.replace(r, id=(split_version(r.id) or (r.id, 0))[0])
-                for r in old
-                if r.ref in self._old_records
-            ]
-        return found[:limit]
+            old = await store.query_records(self._history, collection, conditions, sort, more)
+            found += [_unversioned(r) for r in old if r.ref in self._old_records]
+        return apply_query(found, (), sort, limit)
+
+    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
+        """See ``Store.records_about``: live records that held, and archived versions that held
+        under their own ids."""
+        live = await self._store.records_about(self._tenant, entity_id)
+        found = [r for r in live if r.ref not in self._hidden_records]
+        if self._old_records:
+            old = await self._store.records_about(self._history, entity_id)
+            found += [_unversioned(r) for r in old if r.ref in self._old_records]
+        return found
 
     async def get_meta(self, tenant: str, key: str) -> str | None:
         """See ``Store.get_meta``: the live tenant's."""
         return await self._store.get_meta(self._tenant, key)
+
+
+def _unversioned(record: Record) -> Record:
+    """An archived record version under its record's own id."""
+    return dataclasses.replace(record, id=(split_version(record.id) or (record.id, 0))[0])
 
 
 def _best(hits: list[Hit], k: int) -> list[Hit]:

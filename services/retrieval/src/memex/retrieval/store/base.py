@@ -232,8 +232,8 @@ class Sort:
 
 @runtime_checkable
 class MemoryReader(Protocol):
-    """The reads hybrid search makes: what a ``Store`` answers, and what the memory as of a date
-    (``history.as_of.MemoryAsOf``) answers too."""
+    """The reads hybrid search and the record reads make: what a ``Store`` answers, and what the
+    memory as of a date (``history.as_of.MemoryAsOf``) answers too."""
 
     async def note_fingerprints(self, tenant: str) -> dict[str, tuple[str, str]]:
         """``{path: (note_id, fingerprint)}`` for every stored note of the tenant."""
@@ -272,6 +272,9 @@ class MemoryReader(Protocol):
         ``store.filters.matches``; a backend may push conditions down or evaluate them with that
         function), ordered by ``sort`` (else by id), at most ``limit``. Field names are validated by
         the caller; a backend must still never build query strings from them."""
+
+    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
+        """Every record whose ``entity_refs`` contains ``entity_id`` (any collection)."""
 
     async def search_chunks_vector(
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
@@ -351,9 +354,6 @@ class Store(MemoryReader, Protocol):
     async def record_sources(self, tenant: str) -> dict[str, set[str]]:
         """``{source: {collection:id, ...}}`` for every stored record, so the indexer can remove
         records a JSON Lines file no longer holds."""
-
-    async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
-        """Every record whose ``entity_refs`` contains ``entity_id`` (any collection)."""
 
     # -- forgetting (verified deletion) ----------------------------------------------------------
     async def note_traces(
