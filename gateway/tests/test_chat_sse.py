@@ -8,12 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import httpx
 import pytest
-
-from memex.gateway.chat_codes import status_of
-from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 from .support.harness import Gateway, read_events, running_gateway
 
@@ -127,11 +123,3 @@ def test_a_client_that_gives_up_on_a_completion_cancels_the_chat(gateway: Gatewa
     ):
         client.post("/v1/chat/completions", json=body)
     assert gateway.orchestrator.cancelled.wait(10), "the chat outlived its client"
-
-
-def test_a_chat_error_code_reads_as_the_grpc_status_of_its_name() -> None:
-    assert status_of(opb.CHAT_ERROR_CODE_NOT_FOUND) is grpc.StatusCode.NOT_FOUND
-    assert status_of(opb.CHAT_ERROR_CODE_RESOURCE_EXHAUSTED) is grpc.StatusCode.RESOURCE_EXHAUSTED
-    # Unset, or a value from a newer orchestrator: UNKNOWN (a 500), never an exception.
-    assert status_of(opb.CHAT_ERROR_CODE_UNSPECIFIED) is grpc.StatusCode.UNKNOWN
-    assert status_of(99) is grpc.StatusCode.UNKNOWN  # type: ignore[arg-type]

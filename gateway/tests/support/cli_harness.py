@@ -159,15 +159,13 @@ class Orchestrator(Reads):
         yield opb.AskStreamResponse(result=reply)
 
     async def Chat(self, request: Any, context: Any) -> AsyncIterator[opb.ChatResponse]:
-        """A message ``error:NAME`` ends the stream with that ChatErrorCode after a word."""
+        """A message ``error:NAME`` ends the stream with that gRPC status after a word."""
         self.chats.append(request)
         conversation = request.conversation_id or f"conv-{len(self.chats)}"
         yield opb.ChatResponse(meta=opb.ChatMeta(conversation_id=conversation, as_of=request.as_of))
         if request.message.startswith("error:"):
-            code = opb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{request.message[6:]}")
             yield opb.ChatResponse(delta="Half ")
-            yield opb.ChatResponse(error=opb.ChatError(code=code, message="as asked"))
-            return
+            await context.abort(grpc.StatusCode[request.message[6:]], "as asked")
         for word in ["You ", "said: ", request.message]:
             yield opb.ChatResponse(delta=word)
         yield opb.ChatResponse(citations=opb.ChatCitations(citations=CITATIONS))

@@ -104,10 +104,7 @@ class FakeOrchestrator(
         yield pb.ChatResponse(meta=meta)
         if request.message == "fail after":
             yield pb.ChatResponse(delta="Half a ")
-            yield pb.ChatResponse(
-                error=pb.ChatError(code=pb.CHAT_ERROR_CODE_UNAVAILABLE, message="reasoner gone")
-            )
-            return
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "reasoner gone")
         if request.message == "slow":
             try:
                 for n in range(100_000):

@@ -1,4 +1,4 @@
-"""ListPersonas over gRPC (the built-ins and a user's own persona), and ChatError's enum code."""
+"""ListPersonas over gRPC (the built-ins and a user's own persona), and how a chat stream fails."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ import grpc
 import pytest
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.servicer import chat_error_code
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.shared import errors
-from memex.shared.grpc_errors import STATUS_BY_ERROR
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator, serving
 
@@ -48,13 +46,22 @@ async def test_list_personas_has_the_built_ins_and_the_users_own(stub: Any) -> N
     assert analyst.model_calls == 2 and analyst.system_prompt
 
 
-def test_chat_error_codes_are_the_grpc_status_codes_by_name_and_number() -> None:
-    for code in grpc.StatusCode:
-        if code is grpc.StatusCode.OK:
-            continue
-        value = pb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{code.name}")
-        assert value == code.value[0], code
-    for error, code in STATUS_BY_ERROR.items():
-        assert pb.ChatErrorCode.Name(chat_error_code(error("x"))) == f"CHAT_ERROR_CODE_{code.name}"
-    # A domain error with no status of its own is INTERNAL.
-    assert chat_error_code(errors.MemexError("x")) == pb.CHAT_ERROR_CODE_INTERNAL
+async def test_a_chat_that_fails_after_its_first_event_ends_with_the_status(
+    tmp_path: Path,
+) -> None:
+    """Issue 38: one convention for a failure in a stream, chat's as AskStream's: the events
+    sent stay sent, and the call ends with the failure's gRPC status and message."""
+
+    def fail(_: object) -> None:
+        raise errors.Unavailable("retrieval is down")
+
+    memory = FakeMemory(NOTES, on_search=fail)
+    orchestrator = make_orchestrator(tmp_path, ScriptedReasoner({}), memory)
+    async with serving(orchestrator) as stub:
+        call = stub.Chat(pb.ChatRequest(message="hi"))
+        first = await call.read()
+        assert first.WhichOneof("event") == "meta"
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await call.read()
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert failed.value.details() == "retrieval is down"

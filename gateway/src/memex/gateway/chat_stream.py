@@ -3,7 +3,8 @@ payload model) pairs.
 
 ``open_stream`` waits for the first event before anything is sent to the client, so a failure
 before it (bad input, unknown conversation, a service down) becomes a plain HTTP error. After
-that, failures arrive as an ``error`` event, and the stream always ends with its terminal event
+that, a failure ends the gRPC call with its status (chat and ask alike) and reaches the client
+as an ``error`` event, and the stream always ends with its terminal event
 (chat: ``done``; ask: ``result``) or ``error``. Closing the iterator (the client went away)
 cancels the gRPC call, which cancels the orchestrator's call to the reasoner, which stops
 generating.
@@ -19,7 +20,6 @@ import grpc
 from pydantic import BaseModel
 
 from memex.gateway import convert, present
-from memex.gateway.chat_codes import status_of
 from memex.gateway.errors import ApiError
 from memex.gateway.models.ask import AskRedraft, AskStarted
 from memex.gateway.models.chat import ChatCitations, ChatDelta, ChatDone, ChatError, ChatMeta
@@ -62,9 +62,6 @@ def to_event(message: opb.ChatResponse) -> Event:
             latency_ms=d.latency_ms,
             chunks_considered=d.chunks_considered,
         )
-    if kind == "error":
-        e = message.error
-        return "error", ChatError(code=status_of(e.code).name, message=e.message)
     return "error", ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 

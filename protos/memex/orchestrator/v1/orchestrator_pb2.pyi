@@ -59,55 +59,6 @@ TURN_STATE_ANSWERED: TurnState.ValueType  # 3
 TURN_STATE_ERROR: TurnState.ValueType  # 4
 Global___TurnState: _TypeAlias = TurnState  # noqa: Y015
 
-class _ChatErrorCode:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
-
-class _ChatErrorCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ChatErrorCode.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
-    CHAT_ERROR_CODE_UNSPECIFIED: _ChatErrorCode.ValueType  # 0
-    CHAT_ERROR_CODE_CANCELLED: _ChatErrorCode.ValueType  # 1
-    CHAT_ERROR_CODE_UNKNOWN: _ChatErrorCode.ValueType  # 2
-    CHAT_ERROR_CODE_INVALID_ARGUMENT: _ChatErrorCode.ValueType  # 3
-    CHAT_ERROR_CODE_DEADLINE_EXCEEDED: _ChatErrorCode.ValueType  # 4
-    CHAT_ERROR_CODE_NOT_FOUND: _ChatErrorCode.ValueType  # 5
-    CHAT_ERROR_CODE_ALREADY_EXISTS: _ChatErrorCode.ValueType  # 6
-    CHAT_ERROR_CODE_PERMISSION_DENIED: _ChatErrorCode.ValueType  # 7
-    CHAT_ERROR_CODE_RESOURCE_EXHAUSTED: _ChatErrorCode.ValueType  # 8
-    CHAT_ERROR_CODE_FAILED_PRECONDITION: _ChatErrorCode.ValueType  # 9
-    CHAT_ERROR_CODE_ABORTED: _ChatErrorCode.ValueType  # 10
-    CHAT_ERROR_CODE_OUT_OF_RANGE: _ChatErrorCode.ValueType  # 11
-    CHAT_ERROR_CODE_UNIMPLEMENTED: _ChatErrorCode.ValueType  # 12
-    CHAT_ERROR_CODE_INTERNAL: _ChatErrorCode.ValueType  # 13
-    CHAT_ERROR_CODE_UNAVAILABLE: _ChatErrorCode.ValueType  # 14
-    CHAT_ERROR_CODE_DATA_LOSS: _ChatErrorCode.ValueType  # 15
-    CHAT_ERROR_CODE_UNAUTHENTICATED: _ChatErrorCode.ValueType  # 16
-
-class ChatErrorCode(_ChatErrorCode, metaclass=_ChatErrorCodeEnumTypeWrapper):
-    """How a chat stream ended when it failed: the gRPC status codes, with their numbers (so
-    CHAT_ERROR_CODE_<NAME> is grpc.StatusCode.<NAME> by name and by value). OK has no place here: a
-    chat that ends well ends with `done`.
-    """
-
-CHAT_ERROR_CODE_UNSPECIFIED: ChatErrorCode.ValueType  # 0
-CHAT_ERROR_CODE_CANCELLED: ChatErrorCode.ValueType  # 1
-CHAT_ERROR_CODE_UNKNOWN: ChatErrorCode.ValueType  # 2
-CHAT_ERROR_CODE_INVALID_ARGUMENT: ChatErrorCode.ValueType  # 3
-CHAT_ERROR_CODE_DEADLINE_EXCEEDED: ChatErrorCode.ValueType  # 4
-CHAT_ERROR_CODE_NOT_FOUND: ChatErrorCode.ValueType  # 5
-CHAT_ERROR_CODE_ALREADY_EXISTS: ChatErrorCode.ValueType  # 6
-CHAT_ERROR_CODE_PERMISSION_DENIED: ChatErrorCode.ValueType  # 7
-CHAT_ERROR_CODE_RESOURCE_EXHAUSTED: ChatErrorCode.ValueType  # 8
-CHAT_ERROR_CODE_FAILED_PRECONDITION: ChatErrorCode.ValueType  # 9
-CHAT_ERROR_CODE_ABORTED: ChatErrorCode.ValueType  # 10
-CHAT_ERROR_CODE_OUT_OF_RANGE: ChatErrorCode.ValueType  # 11
-CHAT_ERROR_CODE_UNIMPLEMENTED: ChatErrorCode.ValueType  # 12
-CHAT_ERROR_CODE_INTERNAL: ChatErrorCode.ValueType  # 13
-CHAT_ERROR_CODE_UNAVAILABLE: ChatErrorCode.ValueType  # 14
-CHAT_ERROR_CODE_DATA_LOSS: ChatErrorCode.ValueType  # 15
-CHAT_ERROR_CODE_UNAUTHENTICATED: ChatErrorCode.ValueType  # 16
-Global___ChatErrorCode: _TypeAlias = ChatErrorCode  # noqa: Y015
-
 class _ItemKind:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -586,30 +537,6 @@ class ChatDone(_message.Message):
 Global___ChatDone: _TypeAlias = ChatDone  # noqa: Y015
 
 @_typing.final
-class ChatError(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
-
-    CODE_FIELD_NUMBER: _builtins.int
-    MESSAGE_FIELD_NUMBER: _builtins.int
-    code: Global___ChatErrorCode.ValueType
-    """The gRPC status the chat ended with (the same code a unary call would have failed with)."""
-    message: _builtins.str
-    """Client-facing: what went wrong and what to change."""
-    def __init__(
-        self,
-        *,
-        code: Global___ChatErrorCode.ValueType = ...,
-        message: _builtins.str = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___ChatError: _TypeAlias = ChatError  # noqa: Y015
-
-@_typing.final
 class ChatResponse(_message.Message):
     """One event of a chat stream (SPEC B8)."""
 
@@ -619,7 +546,6 @@ class ChatResponse(_message.Message):
     DELTA_FIELD_NUMBER: _builtins.int
     CITATIONS_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
-    ERROR_FIELD_NUMBER: _builtins.int
     delta: _builtins.str
     @_builtins.property
     def meta(self) -> Global___ChatMeta: ...
@@ -627,8 +553,6 @@ class ChatResponse(_message.Message):
     def citations(self) -> Global___ChatCitations: ...
     @_builtins.property
     def done(self) -> Global___ChatDone: ...
-    @_builtins.property
-    def error(self) -> Global___ChatError: ...
     def __init__(
         self,
         *,
@@ -636,13 +560,12 @@ class ChatResponse(_message.Message):
         delta: _builtins.str = ...,
         citations: Global___ChatCitations | None = ...,
         done: Global___ChatDone | None = ...,
-        error: Global___ChatError | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "meta", b"meta"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "delta", b"delta", "done", b"done", "event", b"event", "meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "meta", b"meta"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "delta", b"delta", "done", b"done", "event", b"event", "meta", b"meta"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["meta", "delta", "citations", "done", "error"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["meta", "delta", "citations", "done"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

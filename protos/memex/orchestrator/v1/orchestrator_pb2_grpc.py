@@ -185,7 +185,8 @@ class OrchestratorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Chat(self, request, context):
-        """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail.
+        """Streaming chat (SPEC B8): meta, delta..., citations, done. As AskStream, a failure ends the
+        stream with a gRPC status (before the first event: bad input; after it: in place of the tail).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

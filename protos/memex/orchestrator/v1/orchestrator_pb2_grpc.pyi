@@ -38,7 +38,9 @@ class OrchestratorServiceStub:
     yet checked), then the checked result. Errors end the stream with a gRPC status.
     """
     Chat: _grpc.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]
-    """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
+    """Streaming chat (SPEC B8): meta, delta..., citations, done. As AskStream, a failure ends the
+    stream with a gRPC status (before the first event: bad input; after it: in place of the tail).
+    """
     Search: _grpc.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]
     """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
     INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
@@ -145,7 +147,9 @@ class OrchestratorServiceAsyncStub(OrchestratorServiceStub):
     yet checked), then the checked result. Errors end the stream with a gRPC status.
     """
     Chat: _aio.UnaryStreamMultiCallable[_orchestrator_pb2.ChatRequest, _orchestrator_pb2.ChatResponse]  # type: ignore[assignment]
-    """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
+    """Streaming chat (SPEC B8): meta, delta..., citations, done. As AskStream, a failure ends the
+    stream with a gRPC status (before the first event: bad input; after it: in place of the tail).
+    """
     Search: _aio.UnaryUnaryMultiCallable[_orchestrator_pb2.SearchRequest, _orchestrator_pb2.SearchResponse]  # type: ignore[assignment]
     """Hybrid search with telemetry (SPEC B12), under the read policy (see QueryRecords).
     INVALID_ARGUMENT for an empty query, a malformed date, until before since, k out of 0-100.
@@ -267,7 +271,9 @@ class OrchestratorServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _orchestrator_pb2.ChatRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_orchestrator_pb2.ChatResponse], _abc.AsyncIterator[_orchestrator_pb2.ChatResponse]]:
-        """Streaming chat (SPEC B8): meta, delta..., citations, done; or error in place of the tail."""
+        """Streaming chat (SPEC B8): meta, delta..., citations, done. As AskStream, a failure ends the
+        stream with a gRPC status (before the first event: bad input; after it: in place of the tail).
+        """
 
     @_abc_1.abstractmethod
     def Search(

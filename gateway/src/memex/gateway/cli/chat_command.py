@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from memex.common.v1 import common_pb2
-from memex.gateway.chat_codes import status_of
 from memex.gateway.cli import rpc
 from memex.gateway.cli.ask_commands import as_of_heading, render_citations, run
 from memex.gateway.cli.progress import Spinner
@@ -79,8 +78,10 @@ async def chat_turn(
         include_sensitive=include_sensitive,
         as_of=as_of,
     )
+    started = False
     try:
         async for event in stub.Chat(request):
+            started = True
             kind = event.WhichOneof("event")
             if kind == "meta":
                 turn.conversation_id = event.meta.conversation_id
@@ -99,9 +100,12 @@ async def chat_turn(
                 turn.withheld = event.citations.withheld
             elif kind == "done":
                 turn.message_id = event.done.message_id
-            elif kind == "error":
-                turn.error = event.error.message
-                turn.error_code = status_of(event.error.code).name
+    except grpc.aio.AioRpcError as exc:
+        if not started:  # refused before the reply began: the command's error, as a call's
+            raise
+        # A failure after the reply began ends the stream with its status (as an ask's).
+        turn.error = exc.details() or exc.code().name
+        turn.error_code = exc.code().name
     finally:
         await spinner.stop()
     if stream:

@@ -29,16 +29,10 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.channels import CHANNELS
-from memex.shared.errors import InvalidArgument, MemexError
-from memex.shared.grpc_errors import status_for
+from memex.shared.errors import InvalidArgument
 from memex.shared.server import EngineSlot
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-def chat_error_code(error: MemexError) -> pb.ChatErrorCode.ValueType:
-    """A chat failure's status as the ChatErrorCode of the same name (and number)."""
-    return pb.ChatErrorCode.Value(f"CHAT_ERROR_CODE_{status_for(error).name}")
 
 
 def persona_pb(persona: Persona, personas: Personas) -> pb.Persona:
@@ -184,11 +178,9 @@ class OrchestratorServicer(
                             )
                         )
                     case chat_events.Error():
-                        yield pb.ChatResponse(
-                            error=pb.ChatError(
-                                code=chat_error_code(event.error), message=event.error.message
-                            )
-                        )
+                        # As AskStream: the failure ends the call with its status (the
+                        # interceptor maps it), after the events already sent.
+                        raise event.error
 
     async def ListConversations(
         self, request: pb.ListConversationsRequest, context: Context
