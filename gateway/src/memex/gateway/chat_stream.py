@@ -12,6 +12,7 @@ generating.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -22,14 +23,21 @@ from pydantic import BaseModel
 from memex.gateway import convert, present
 from memex.gateway.errors import ApiError
 from memex.gateway.models.ask import AskRedraft, AskStarted
-from memex.gateway.models.chat import ChatCitations, ChatDelta, ChatDone, ChatError, ChatMeta
+from memex.gateway.models.chat import ChatCitations, ChatDone, ChatError, ChatMeta
 from memex.gateway.models.turns import ThreadEnded, TurnEvent
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 log = logging.getLogger(__name__)
 
-Event = tuple[str, BaseModel]
+# A ``delta`` event's payload is its text as the orchestrator sent it: the SSE frame is written
+# from it (``delta_json``), with no model per token between the proto and the client.
+Event = tuple[str, BaseModel | str]
 ChatEvent = Event
+
+
+def delta_json(text: str) -> str:
+    """A ``delta`` event's data, ``{"text":...}``, as compact as the models' JSON."""
+    return json.dumps({"text": text}, ensure_ascii=False, separators=(",", ":"))
 
 
 def status_code(name: str) -> grpc.StatusCode:
@@ -49,7 +57,7 @@ def to_event(message: opb.ChatResponse) -> Event:
             conversation_id=m.conversation_id, model=m.model, persona=m.persona, as_of=m.as_of
         )
     if kind == "delta":
-        return "delta", ChatDelta(text=message.delta)
+        return "delta", message.delta
     if kind == "citations":
         c = message.citations
         return "citations", ChatCitations(
@@ -77,7 +85,7 @@ def ask_event(message: opb.AskStreamResponse) -> Event:
             source_paths=list(s.source_paths),
         )
     if kind == "delta":
-        return "delta", ChatDelta(text=message.delta)
+        return "delta", message.delta
     if kind == "redraft":
         return "redraft", AskRedraft(reason=message.redraft.reason)
     if kind == "result":

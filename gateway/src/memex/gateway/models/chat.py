@@ -1,5 +1,7 @@
-"""The body of POST /v1/chat and its server-sent events (meta, delta, citations, done, error);
-a streamed ask sends the same ``delta`` and ``error`` events."""
+"""The body of POST /v1/chat and its server-sent events (meta, citations, done, error); a
+streamed ask sends the same ``error`` events. A ``delta`` event, many, is ``{"text": ...}``: the
+next piece of the reply (of a streamed ask: of the unchecked draft), written from the
+orchestrator's text with no model per token (``chat_stream.delta_json``)."""
 
 from __future__ import annotations
 
@@ -33,13 +35,6 @@ class ChatMeta(BaseModel):
     model: str
     persona: str
     as_of: str = Field("", description='The day whose memory this reply reads; "" for now.')
-
-
-class ChatDelta(BaseModel):
-    """`event: delta`, many: the next piece of the reply (of a streamed ask: of the unchecked
-    draft)."""
-
-    text: str
 
 
 class ChatCitations(BaseModel):

@@ -10,7 +10,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from memex.gateway import metrics
-from memex.gateway.chat_stream import EventStream, open_chat
+from memex.gateway.chat_stream import EventStream, delta_json, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.models.chat import ChatRequest
 from memex.gateway.security import TenantDep, caller, sensitive_grant
@@ -67,7 +67,8 @@ async def sse_events(stream: EventStream, route: str) -> AsyncIterator[ServerSen
     gauge.inc()
     try:
         async for name, payload in stream.events():
-            yield ServerSentEvent(event=name, data=payload.model_dump_json())
+            data = delta_json(payload) if isinstance(payload, str) else payload.model_dump_json()
+            yield ServerSentEvent(event=name, data=data)
     finally:
         gauge.dec()
 

@@ -45,7 +45,7 @@ from memex.gateway.continuations import Continuations, Turn
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.errors import ApiError
-from memex.gateway.models.chat import ChatCitations, ChatDelta, ChatDone, ChatError, ChatMeta
+from memex.gateway.models.chat import ChatCitations, ChatDone, ChatError, ChatMeta
 from memex.gateway.models.common import MAX_TEXT, ErrorBody
 from memex.gateway.models.openai_compat import (
     ChatCompletion,
@@ -197,8 +197,8 @@ async def _collect(stream: EventStream) -> tuple[ChatMeta, str, MemexExtension]:
         if isinstance(payload, ChatMeta):
             meta = payload
             extension.conversation_id = payload.conversation_id
-        elif isinstance(payload, ChatDelta):
-            parts.append(payload.text)
+        elif isinstance(payload, str):  # a delta: the reply's next piece
+            parts.append(payload)
         elif isinstance(payload, ChatCitations):
             extension.citations, extension.withheld = payload.citations, payload.withheld
         elif isinstance(payload, ChatDone):
@@ -225,9 +225,9 @@ async def _chunks(
                 model = payload.model or model
                 extension.conversation_id = payload.conversation_id
                 chunk = _chunk(cid, created, model, {"role": "assistant", "content": ""})
-            elif isinstance(payload, ChatDelta):
-                parts.append(payload.text)
-                chunk = _chunk(cid, created, model, {"content": payload.text})
+            elif isinstance(payload, str):  # a delta
+                parts.append(payload)
+                chunk = _chunk(cid, created, model, {"content": payload})
             elif isinstance(payload, ChatCitations):
                 extension.citations, extension.withheld = payload.citations, payload.withheld
                 continue
