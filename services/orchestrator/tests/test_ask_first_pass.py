@@ -108,6 +108,37 @@ async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_les
 
 
 @pytest.mark.parametrize(
+    ("question", "draft", "whole"),
+    [
+        # The same figure, and a neighbour's aside cited beside the draft's note.
+        (
+            "the deposit?",
+            "The deposit is £800 [1].",
+            "The deposit is £800 [1]. The boiler was fixed [2].",
+        ),
+        # A part of the question the draft answers, left out.
+        (
+            "How much is the deposit, and when is it returned?",
+            "The deposit is £800 [1], and it is returned in May [1].",
+            "The deposit is £800 [1]. The boiler was fixed after three visits [2].",
+        ),
+    ],
+)
+async def test_a_whole_briefing_answer_that_adds_only_neighbours_or_answers_less_leaves_the_draft(
+    tmp_path: Path, question: str, draft: str, whole: str
+) -> None:
+    model = TwoAnswers({ANSWER: [draft]}, later=[whole])
+    asker = slow_asker(tmp_path, model, ask_confirm_first_pass=True, plan_hop="never")
+    events = [e async for e in asker.stream("me", question, include_sensitive=True)]
+    assert [e for e in events if isinstance(e, Redraft)] == []
+    assert len(model.calls) == 2
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert [c.ref for c in finished.result.citations] == ["[[Flat lease]]"]
+    assert finished.result.stages[-1] == "confirm"
+
+
+@pytest.mark.parametrize(
     ("whole", "answer", "abstained"),
     [
         # Another note, as well supported ("returned in May" alone would be the same answer).

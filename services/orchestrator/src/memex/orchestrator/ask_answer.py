@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator
 
 from memex.orchestrator import conflicts
 from memex.orchestrator.answer.grading import figures
-from memex.orchestrator.answer.judging import informative, strength
+from memex.orchestrator.answer.judging import informative, strength, unaddressed_parts
 from memex.orchestrator.answer.reading import Reading, read_reply
 from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_events import AskResult, Draft
@@ -23,7 +23,7 @@ from memex.orchestrator.briefing import part_messages, revise_messages
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import terms
+from memex.orchestrator.lexical import squash, terms
 from memex.orchestrator.metrics import timed
 from memex.orchestrator.persona import Persona
 from memex.orchestrator.ports import ChatMessage, GenerateOptions
@@ -34,6 +34,12 @@ from memex.orchestrator.sources import Source
 ANSWER_TEMPERATURE = 0.0
 FIRST_WORDS = "ask_first_words"  # the stage timing when an ask's first words reach the reader
 MAX_PART_CALLS = 2  # parts of a compound question asked for again, at most, per ask
+
+
+def _stated(reading: Reading) -> set[str]:
+    """The specifics a reading states as fact (figures, code, flags, versions, names), folded."""
+    held = {squash(s.text) for s in reading.specifics if s.verdict == "supported"}
+    return held | figures(reading.claims)
 
 
 class Answerer:
@@ -60,13 +66,24 @@ class Answerer:
         word for word). A whole-briefing answer that would abstain replaces the draft only when
         the model declined (the notes do not answer: the draft was a guess); one that is only
         broken (uncited, cut by the claim check, off the question) says nothing against it,
-        and replacing the draft with its abstention was 3 of the til vault's 64 answers."""
+        and replacing the draft with its abstention was 3 of the til vault's 64 answers.
+
+        Nor does one that answers less of the question (a part of a compound question the draft
+        answers, left out), or one that says nothing the draft does not, citing the draft's
+        notes and neighbours beside them: read from the whole briefing, a small model cites
+        every note on the topic ("caffeinate -d -i -t 600 ... [1], [2], [3], [4]") and answers
+        a neighbour's question in place of one part; both cost citation precision on the til
+        vault without adding a fact."""
         reason = abstain_reason(question, whole, sources, self._settings.abstain_below)
         if reason:
             return reason != "declined"
-        same = {c.ref for c in draft.citations} == {c.ref for c in whole.citations} and (
-            figures(draft.claims) == figures(whole.claims)
-        )
+        if len(unaddressed_parts(question, whole)) > len(unaddressed_parts(question, draft)):
+            return True
+        drafted = {c.ref for c in draft.citations}
+        cited = {c.ref for c in whole.citations}
+        if drafted <= cited and _stated(whole) <= _stated(draft):
+            return True
+        same = drafted == cited and figures(draft.claims) == figures(whole.claims)
         return same or strength(whole) < strength(draft)
 
     async def read(
