@@ -79,18 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--persona", default="", help="analyst (default), coach, friend, skeptic, ...")
     ask.add_argument("--limit", type=int, default=0, help="items sent to the answer (default 8)")
     ask.add_argument("--json", action="store_true", help="the whole structured result as JSON")
-    ask.add_argument(
-        "--include-sensitive",
-        action="store_true",
-        help="let the answer use notes marked sensitive (as reads: left out unless asked)",
-    )
-    ask.add_argument(
-        "--as-of",
-        default="",
-        metavar="YYYY-MM-DD",
-        help="answer from your memory as it stood at the end of that day (docs/as-of.md)",
-    )
-    ask.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    _answer_options(ask, "answer")
     ask.set_defaults(run=ask_commands.ask)
 
     chat = commands.add_parser("chat", help="chat with streamed, cited replies (a session)")
@@ -100,18 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--conversation", default="", help="continue this conversation id")
     chat.add_argument("--json", action="store_true", help="one JSON object per reply")
-    chat.add_argument(
-        "--include-sensitive",
-        action="store_true",
-        help="let the answer use notes marked sensitive (as reads: left out unless asked)",
-    )
-    chat.add_argument(
-        "--as-of",
-        default="",
-        metavar="YYYY-MM-DD",
-        help="reply from your memory as it stood at the end of that day (docs/as-of.md)",
-    )
-    chat.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    _answer_options(chat, "reply")
     chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")
@@ -145,6 +123,23 @@ def _parser() -> argparse.ArgumentParser:
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)
     return parser
+
+
+def _answer_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    """What ``ask`` and ``chat`` both take: sensitive notes, a day to read memory as of, a
+    tenant."""
+    parser.add_argument(
+        "--include-sensitive",
+        action="store_true",
+        help=f"let the {verb} use notes marked sensitive (as reads: left out unless asked)",
+    )
+    parser.add_argument(
+        "--as-of",
+        default="",
+        metavar="YYYY-MM-DD",
+        help=f"{verb} from your memory as it stood at the end of that day (docs/as-of.md)",
+    )
+    parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
 
 
 def main(argv: list[str] | None = None) -> None:
