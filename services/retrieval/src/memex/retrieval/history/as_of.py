@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections.abc import Sequence
 
 from memex.retrieval.embedder import MODEL_META
@@ -214,7 +215,7 @@ class MemoryAsOf:
         """See ``Store.get_records``: live records that held, and archived versions that held.
         A record's own ref whose live version did not hold yet reads the version that held then,
         under its own id (a timeline as of a day asks for ``entities:graham``, not its @v1)."""
-        then = self._held_versions()
+        then = self._held_versions
         live = [r for r in refs if r not in self._old_records and r not in self._hidden_records]
         old = {r: r for r in refs if r in self._old_records}
         old |= {then[r]: r for r in refs if r in self._hidden_records and r in then}
@@ -226,6 +227,7 @@ class MemoryAsOf:
                 found[asked] = record if asked == version else _unversioned(record)
         return found
 
+    @functools.cached_property
     def _held_versions(self) -> dict[str, str]:
         """The archived version that held then, by its record's own ref."""
         held = {}
