@@ -169,3 +169,21 @@ def test_a_name_counts_as_mentioned_by_its_folder_or_the_start_of_a_word() -> No
     reading = read("Use `structuredClone` [1].", [clone])
     assert on_topic("Which JS built-in copies deeply?", reading, [clone])
     assert not on_topic("What does Kubernetes copy?", reading, [clone])
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How did I set up a go.work workspace?", False),  # no cited note writes go.work
+        ("How did I set up a `go.mod` for it?", True),
+        ("What does `useEffect` build?", False),
+        ("Which `go` subcommand installs my program?", True),
+        ("How do I build and install a Go program?", True),
+    ],
+)
+def test_a_question_that_names_a_thing_as_typed_needs_a_note_that_writes_it(
+    question: str, expected: bool
+) -> None:
+    build = source(1, "Run `go install` in the folder with the go.mod to build it.", "go-build")
+    reading = read("Run `go install` [1].", [build])
+    assert on_topic(question, reading, [build]) is expected

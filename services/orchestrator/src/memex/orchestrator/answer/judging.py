@@ -54,13 +54,20 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     verbs do not count (``topical``): "paid" in a deposit note is not about contents insurance.
     A question that names something ("What rating did I give Station Eleven?") needs a cited
     source that mentions one of its names (``names``), or the other names the header gave it:
-    "rating: 3" in another book's note is not about that book."""
+    "rating: 3" in another book's note is not about that book. A question that names a thing
+    in a form a person types (``typed_names``: "go.work", `--force`) needs a cited note that
+    writes one of them."""
     cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
     seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt} {s.item.path}")}
     mentioned = {term for text in cited_notes(reading, sources) for term in terms(text)}
     named = names(question)
     if named and not any(len(name) <= 2 or _mentions(name, mentioned) for name in named):
         return False
+    typed = typed_names(question)
+    if typed and not any(
+        _occurs_in(text, " ".join(cited_notes(reading, sources))) for text in typed
+    ):
+        return False  # "a go.work workspace" answered from notes that never write go.work
     wanted = topical(terms(question))
     if not wanted:
         return True
@@ -73,6 +80,24 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
         covered = sum(_mentions(term, mentioned) for term in wanted)
         return covered >= BARE_TOPIC_SHARE * len(wanted)
     return True
+
+
+# The forms of specific by which a question names a thing exactly (``claim_check.specifics``).
+# A capitalised word run together ("JavaScript", "MacBook") is not among them: it is a name,
+# which notes spell several ways ("JS", "Macbook Pro"), and ``names`` weighs it as one.
+_TYPED_KINDS = frozenset({"code", "flag", "path", "key", "version", "identifier"})
+_RUN_TOGETHER = re.compile(r"[A-Z][A-Za-z]+")
+
+
+def typed_names(question: str) -> list[str]:
+    """What ``question`` names in a form a person types ("go.work", "`--force-with-lease`",
+    "~/.vimrc", "shared_preload_libraries", "v1.2"): an answer about it cites a note that
+    writes at least one of them."""
+    return [
+        text
+        for kind, text in specifics(question)
+        if kind in _TYPED_KINDS and not (kind == "identifier" and _RUN_TOGETHER.fullmatch(text))
+    ]
 
 
 def cited_notes(reading: Reading, sources: Sequence[Source]) -> list[str]:
