@@ -79,3 +79,16 @@ def test_numbers_written_before_their_sentences_vouch_for_the_sentences_after_th
         ("[[Tenancy]]", "verbatim"),
     ]
     assert reading.dropped_claims == () and not reading.main_unsupported
+
+
+def test_numbers_taken_out_of_a_run_leave_no_separators_behind() -> None:
+    assert rewrite("Rent is £48 [1], [7], [9].", SOURCES) == "Rent is £48 [[Tenancy]]."
+    assert rewrite("It is [7],, [1]; [2].", SOURCES) == "It is [[Tenancy]] [[Ron]]."
+    assert rewrite("See [[Ron]] and [1].", SOURCES) == "See [[Ron]] and [[Tenancy]]."
+
+
+def test_a_wikilink_to_no_shown_note_in_a_citations_place_leaves_no_words() -> None:
+    # In the prose a wikilink is a name and keeps its words; after the sentence, it cites.
+    assert rewrite("Warn with a flag. [[performance-warnings]]", SOURCES) == "Warn with a flag."
+    assert rewrite("Rent is £48. [1] [[nowhere]]", SOURCES) == "Rent is £48. [[Tenancy]]"
+    assert rewrite("I met [[Graham Pearce]].", SOURCES) == "I met Graham Pearce."

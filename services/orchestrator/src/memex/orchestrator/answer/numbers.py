@@ -11,7 +11,7 @@ too: a reply that lists the sources' headers after their numbers instead of answ
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memex.orchestrator.lexical import squash
 from memex.orchestrator.sources import Source, dateline
@@ -23,6 +23,9 @@ MARKER = re.compile(
     re.IGNORECASE,
 )
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
+# Markers one after another ("[1], [2]; [4]", "[[A]], [[B]]"), read as one run. Not "and": a
+# wikilink may be a name in the sentence ("[[Graham]] and [1]").
+_RUN = re.compile(rf"(?:{MARKER.pattern})(?:(?:\s*[,;])*\s*(?:{MARKER.pattern}))*", re.IGNORECASE)
 
 
 def numbers(group: str) -> list[int]:
@@ -70,12 +73,43 @@ def marker_refs(match: re.Match[str], sources: Sequence[Source]) -> str:
     return match.group(2) or ""
 
 
+def sub_markers(text: str, replace: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with each marker replaced by ``replace``; in a run of markers ("[1], [2], [3]")
+    what they become is joined by spaces, so one that becomes nothing leaves no
+    separator behind ("[[A]],, [[C]]")."""
+
+    def run(match: re.Match[str]) -> str:
+        markers = list(MARKER.finditer(match.group(0)))
+        if len(markers) == 1:
+            return replace(markers[0])
+        return " ".join(kept for marker in markers if (kept := replace(marker)))
+
+    return _RUN.sub(run, text)
+
+
 def rewrite(text: str, sources: Sequence[Source]) -> str:
     """``text`` with every marker replaced by the refs it names; markers naming nothing shown
     are removed (a wikilink keeps its words, not its brackets), so no fabricated citation
     reaches the reader."""
 
-    return tidy(MARKER.sub(lambda match: marker_refs(match, sources), text)).strip()
+    text = _AFTER_SENTENCE.sub(lambda match: _unless_unshown(match, sources), text)
+    return tidy(sub_markers(text, lambda match: marker_refs(match, sources))).strip()
+
+
+# A wikilink after a sentence's end, past any markers there: where a citation stands, not a
+# name in the prose.
+_AFTER_SENTENCE = re.compile(
+    rf"(?<=[.!?])((?:\s*(?:{MARKER.pattern}))*\s*)(?P<link>\[\[[^\[\]|]+(?:\|[^\[\]]*)?\]\])",
+    re.IGNORECASE,
+)
+
+
+def _unless_unshown(match: re.Match[str], sources: Sequence[Source]) -> str:
+    """The wikilink ``match`` ends with, gone when it names no shown source: in a citation's
+    place, its words ("... in Ruby. performance-warnings") are not part of any sentence."""
+    link = MARKER.fullmatch(match.group("link"))
+    found = named_by(link, sources)[0] if link else []
+    return match.group(0) if found else match.group(0)[: match.start("link") - match.start()]
 
 
 def tidy(text: str) -> str:
@@ -121,4 +155,4 @@ def without(text: str, sources: Sequence[Source], idle: set[int]) -> str:
         left = [s.number for s in found if s.number not in idle]
         return f"[{', '.join(str(n) for n in dict.fromkeys(left))}]" if left else ""
 
-    return MARKER.sub(keep, text)
+    return sub_markers(text, keep)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memex.orchestrator.answer.numbers import MARKER, marker_refs, named_by, tidy
+from memex.orchestrator.answer.numbers import MARKER, marker_refs, named_by, sub_markers, tidy
 from memex.orchestrator.answer.reading import Reading, read_reply
 from memex.orchestrator.claim_check import (
     NUMBER_WORD as _NUMBER_WORD,
@@ -48,7 +48,7 @@ class RefStream:
         return self._rewrite(rest)
 
     def _rewrite(self, text: str) -> str:
-        return tidy(MARKER.sub(lambda match: marker_refs(match, self._sources), text))
+        return tidy(sub_markers(text, lambda match: marker_refs(match, self._sources)))
 
 
 class ClaimGate:
