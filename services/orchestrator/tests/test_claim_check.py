@@ -209,3 +209,45 @@ def test_an_aside_with_the_only_unsupported_specific_goes_and_the_sentence_stays
     )
     assert reading.answer == "Names stop at 63 bytes [[max-identifier-length]]."
     assert not reading.main_unsupported
+
+
+def test_a_specific_held_by_another_excerpt_of_the_cited_note_is_supported() -> None:
+    # One note, two chunks shown: the sentence cites the one that names the library; the
+    # angle is in the other. A citation names the note, so the sentence stands.
+    script = source(1, "The script reads the sensor with `hidapi` (python bindings).", "lid-angle")
+    run = ShownItem(
+        item_id="c2",
+        episode_id="ep1",
+        ref="[[lid-angle]]",
+        title="lid-angle",
+        text="Opened as far as it could go, it printed `129`.",
+    )
+    runs = Source(2, run, run.text, tuple(segments(run.text)))
+    other = source(3, "Opened the lid to 129 degrees.", "another-note")
+    answer = "It reported 129, read with the `hidapi` library [1]."
+    reading = read(answer, [script, runs], "What angle did it report, and with which library?")
+    assert reading.dropped_claims == () and "129" in reading.answer
+    reading = read(answer, [script, other], "What angle did it report, and with which library?")
+    assert reading.main_unsupported  # another note's 129 does not count
+
+
+def test_a_code_block_the_check_empties_goes_with_the_sentence_that_announced_it() -> None:
+    answer = (
+        "Install the gem [1]. You can do this by running the following command:\n\n"
+        "```bash\n$ gem install --pre rexml\n```\n\nThen run it again [1]."
+    )
+    reading = read(answer, [source(1, "Install the gem, then run it again.", "rexml")], "How?")
+    assert "```" not in reading.answer and "following command" not in reading.answer
+    assert reading.answer.startswith("Install the gem [[rexml]].")
+    assert reading.answer.endswith("Then run it again [[rexml]].")
+
+
+def test_a_sentence_that_says_again_what_an_earlier_one_said_is_cut() -> None:
+    notes = [source(1, "You can mix `it` with `_1` in one block? No: that is an error.", "it")]
+    reading = read(
+        "Mixing `it` with `_1` in one block is an error [1]. No, mixing `it` with `_1` in one "
+        "block is an error [1].",
+        notes,
+        "Can I mix it with _1?",
+    )
+    assert reading.answer == "Mixing `it` with `_1` in one block is an error [[it]]."

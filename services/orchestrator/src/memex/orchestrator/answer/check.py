@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.orchestrator.answer.claims import Claim, claims_of, reanchor, says_more
+from memex.orchestrator.answer.claims import YES_NO, Claim, claims_of, reanchor, says_more
 from memex.orchestrator.answer.numbers import MARKER
 from memex.orchestrator.claim_check import Shown, unsupported, verdicts
 from memex.orchestrator.items import CheckedSpecific
@@ -46,7 +46,9 @@ def check_claims(
     found: list[CheckedSpecific] = []
     dropped: list[str] = []
     main_unsupported = False
-    echoed = [claim.span for claim in claims_of(text, sources)[0] if _echoes(claim.text, question)]
+    first = claims_of(text, sources)[0]
+    echoed = [claim.span for claim in first if _echoes(claim.text, question)]
+    echoed += [claim.span for claim in _repeated(first)]
     if echoed:
         text = _cut(text, echoed)
     for round_ in range(4):
@@ -54,7 +56,7 @@ def check_claims(
         for claim in claims:
             reanchor(claim, sources, question)
         named = [s for claim in claims for s in claim.named] or list(sources)
-        cited = [s.checkable for s in dict.fromkeys(named)]
+        cited = [s.checkable for s in dict.fromkeys(named + _same_notes(named, sources))]
         fenced = _fenced(text)
         checked = [
             (claim, verdicts(claim.text, cited, context, code=_within(claim.span, fenced)))
@@ -75,6 +77,7 @@ def check_claims(
         found += [s for claim, found_here in checked if claim in failing for s in found_here]
         dropped += [claim.text for claim in failing]
         text = _cut(text, [claim.span for claim in failing])
+    text = _without_empty_fences(text)
     unanswered: tuple[str, ...] = ()
     parts = question_parts(question)
     final, missing = claims_of(text, sources)
@@ -102,6 +105,14 @@ def check_claims(
         final,
         missing,
     )
+
+
+def _same_notes(named: Sequence[Source], sources: Sequence[Source]) -> list[Source]:
+    """The shown excerpts of the notes ``named`` cites: a citation names a note, not one of
+    its chunks, and a sentence may join what two excerpts of one note say ("it read 129, with
+    `hidapi`" citing the excerpt that names the library, the angle being in the other)."""
+    notes = {s.item.episode_id for s in named if s.item.episode_id}
+    return [s for s in sources if s.item.episode_id in notes]
 
 
 _ASIDE = re.compile(r"\s*\([^()]*\)")
@@ -141,6 +152,21 @@ def _echoes(claim: str, question: str) -> bool:
     return claim.rstrip().endswith("?") and bool(said) and set(said) <= set(terms(question))
 
 
+def _repeated(claims: Sequence[Claim]) -> list[Claim]:
+    """The sentences that say again what an earlier one said, in no words of their own ("Yes,
+    you can mix it with `_1`." after "You can mix it with `_1`."): a small model repeats
+    itself, and an answer to one part of a question is read together with the first answer."""
+    said: list[set[str]] = []
+    out = []
+    for claim in claims:
+        words = set(terms(claim.text)) - YES_NO
+        if len(words) >= 3 and any(words <= earlier for earlier in said):
+            out.append(claim)
+        else:
+            said.append(words)
+    return out
+
+
 def _part_of(claim: str, parts: Sequence[str]) -> str:
     """The part of a compound question that ``claim`` answers: the one it shares most words
     with (the first on a tie)."""
@@ -154,6 +180,21 @@ _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M |
 def _fenced(text: str) -> list[tuple[int, int]]:
     """The bodies of the fenced code blocks in ``text``: each line there is code as a whole."""
     return [match.span(2) for match in _FENCE.finditer(text)]
+
+
+_EMPTY_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:[ \t]*\n)*[ \t]*\1[ \t]*$", re.M)
+
+
+def _without_empty_fences(text: str) -> str:
+    """``text`` without the code blocks the check emptied, and without the sentence that
+    announced one ("... by running the following command:"), which now points at nothing."""
+    while match := _EMPTY_FENCE.search(text):
+        head = text[: match.start()].rstrip()
+        if head.endswith(":"):
+            stop = max(head.rfind(". "), head.rfind("! "), head.rfind("? "), head.rfind("\n"))
+            head = head[: stop + 1] if stop >= 0 else ""
+        text = f"{head.rstrip()}\n\n{text[match.end() :].lstrip()}".strip()
+    return text
 
 
 def _within(span: tuple[int, int], regions: Sequence[tuple[int, int]]) -> bool:

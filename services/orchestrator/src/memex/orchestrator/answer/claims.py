@@ -40,13 +40,13 @@ from memex.orchestrator.sources import Source
 _POINTING = frozenset(
     terms("following follows listed mentioned below above sources notes excerpts")
 )
-_YES_NO = frozenset(terms("yes no"))
+YES_NO = frozenset(terms("yes no"))
 
 
 def says_more(claim: str, question: str) -> bool:
     """Whether ``claim`` has a word that neither ``question`` nor pointing at sources has
     ("yes" and "no" aside: on their own they hold no fact a source could)."""
-    said = set(terms(question)) | _POINTING | _YES_NO
+    said = set(terms(question)) | _POINTING | YES_NO
     return any(term not in said for term in terms(claim))
 
 
