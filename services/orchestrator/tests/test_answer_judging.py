@@ -187,3 +187,12 @@ def test_a_question_that_names_a_thing_as_typed_needs_a_note_that_writes_it(
     build = source(1, "Run `go install` in the folder with the go.mod to build it.", "go-build")
     reading = read("Run `go install` [1].", [build])
     assert on_topic(question, reading, [build]) is expected
+
+
+def test_a_specific_to_type_is_something_said_though_every_word_is_the_questions() -> None:
+    push = source(
+        1, "There is a shorthand: prefix the branch with a `+` (`git push origin +main`)."
+    )
+    question = "What's the one-character shortcut for force-pushing main?"
+    reading = read("The one-character shortcut for force-pushing main is `+` [1].", [push])
+    assert informative(question, reading)

@@ -31,12 +31,18 @@ def informative(question: str, reading: Reading) -> bool:
     """Whether the answer says anything the question did not. "I studied at university [2]" to
     "What did I study at university?" only restates the question, whatever it cites; so does
     "My blood type is A", and so does "on the following days: [1], [2]", which points at
-    sources instead of answering. A yes/no question may be answered by "Yes [1]"."""
+    sources instead of answering. A yes/no question may be answered by "Yes [1]", and a
+    specific typed or counted is something said ("The one-character shortcut is `+`"); a
+    capital letter alone is not ("A")."""
     if reading.lists_sources:
         return False
     if _YES_NO_QUESTION.match(question):
         return True
-    return any(says_more(claim, question) for claim in reading.claims)
+    return any(
+        says_more(claim, question)
+        or any(kind != "name" and not _occurs_in(text, question) for kind, text in specifics(claim))
+        for claim in reading.claims
+    )
 
 
 def _adds(claim: str, question: str) -> bool:
