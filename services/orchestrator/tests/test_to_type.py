@@ -42,6 +42,11 @@ def test_a_command_the_answer_gets_slightly_wrong_is_shown_as_the_note_writes_it
     assert line_to_type(claim, DASH, claim) == "rmdir -- -p"
 
 
+def test_a_command_the_answer_spells_out_in_prose_is_shown_as_one_line() -> None:
+    claim = "Use the `rmdir` command with the `--` flag, so that `-p` is read as the name."
+    assert line_to_type(claim, DASH, claim) == "rmdir -- -p"
+
+
 def test_nothing_is_added_when_the_answer_writes_the_line_or_names_nothing_to_type() -> None:
     whole = "Run `rmdir -- -p` to remove it."
     assert line_to_type(whole, DASH, whole) == ""

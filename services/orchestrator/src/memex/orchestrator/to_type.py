@@ -51,17 +51,17 @@ def code_lines(text: str) -> list[tuple[str, bool]]:
 
 
 def line_to_type(claim: str, excerpt: str, answer: str) -> str:
-    """The line of ``excerpt`` that holds most of what ``claim`` gives to type and something
-    ``answer`` does not write (so not the answer's own reading of the note again); "" when there
-    is none. Among equals, a prompt's line before a code span, and the longer line: it adds
-    more."""
+    """The line of ``excerpt`` that holds most of what ``claim`` gives to type, where ``answer``
+    does not write it whole (it may write every piece of it in prose: "`rmdir` with the `--`
+    flag ... `-p`" is not ``rmdir -- -p``); "" when there is none. Among equals, a prompt's
+    line before a code span, and the longer line: it adds more."""
     typed = [text for kind, text in specifics(claim) if kind in TYPED_KINDS]
     if not typed:
         return ""
     best: tuple[int, bool, int] | None = None
     chosen = ""
     for line, prompted in code_lines(excerpt):
-        if len(line) > MAX_LINE_CHARS or all(occurs_in(word, answer) for word in line.split()):
+        if len(line) > MAX_LINE_CHARS or occurs_in(line, answer):
             continue
         held = [t for t in typed if occurs_in(t, line) and normal(t) != normal(line)]
         if not held:
