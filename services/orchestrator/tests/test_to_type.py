@@ -73,3 +73,16 @@ def test_a_read_answer_carries_the_line_of_the_source_it_cites() -> None:
     source = Source(1, item, DASH, tuple(segments(DASH)))
     reading = read("Use the `rmdir` command [1].", [source], "How do I delete a folder named -p?")
     assert reading.to_type == (("rmdir -- -p", "[[remove-dash-p]]"),)
+
+
+def test_each_command_a_claim_names_gets_its_own_line() -> None:
+    note = (
+        "Pipe the array to `last`.\n\n```bash\n$ echo '[1,2,3]' | jq '. | last'\n```\n\n"
+        "Or index it: `-1` is the last item.\n\n```bash\n$ echo '[1,2,3]' | jq '.[-1]'\n```\n\n"
+        "My history is in `~/.jq_history`:\n\n```bash\n$ tail ~/.jq_history\n```"
+    )
+    claim = "Pipe it to the `last` function, or use an index with `-1` in `jq`."
+    assert lines_to_type([(claim, [("[[last]]", note)])], claim) == (
+        ("echo '[1,2,3]' | jq '. | last'", "[[last]]"),
+        ("echo '[1,2,3]' | jq '.[-1]'", "[[last]]"),
+    )

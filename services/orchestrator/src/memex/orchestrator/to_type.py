@@ -55,20 +55,33 @@ def line_to_type(claim: str, excerpt: str, answer: str) -> str:
     does not write it whole (it may write every piece of it in prose: "`rmdir` with the `--`
     flag ... `-p`" is not ``rmdir -- -p``); "" when there is none. Among equals, a prompt's
     line before a code span, and the longer line: it adds more."""
+    found = _lines_to_type(claim, excerpt, answer)
+    return found[0] if found else ""
+
+
+def _lines_to_type(claim: str, excerpt: str, answer: str) -> list[str]:
+    """``line_to_type``'s line, then the line that holds most of what the claim gives to type
+    and that line does not, and so on: "pipe it to `last`, or index it with `-1`" names two
+    commands, each its own line in the note. A later line must hold more than a bare word."""
     typed = [text for kind, text in specifics(claim) if kind in TYPED_KINDS]
-    if not typed:
-        return ""
-    best: tuple[int, bool, int] | None = None
-    chosen = ""
-    for line, prompted in code_lines(excerpt):
-        if len(line) > MAX_LINE_CHARS or occurs_in(line, answer):
-            continue
-        held = [t for t in typed if occurs_in(t, line) and normal(t) != normal(line)]
-        if not held:
-            continue
-        rank = (len(held), prompted, len(line))
-        if best is None or rank > best:
-            best, chosen = rank, line
+    lines = [
+        (line, prompted)
+        for line, prompted in code_lines(excerpt)
+        if len(line) <= MAX_LINE_CHARS and not occurs_in(line, answer)
+    ]
+    chosen: list[str] = []
+    while typed:
+        best: tuple[int, bool, int] | None = None
+        line_held: tuple[str, list[str]] = ("", [])
+        for line, prompted in lines:
+            held = [t for t in typed if occurs_in(t, line) and normal(t) != normal(line)]
+            rank = (len(held), prompted, len(line))
+            if held and (best is None or rank > best):
+                best, line_held = rank, (line, held)
+        if best is None or (chosen and all(t.isalpha() for t in line_held[1])):
+            break  # a later line for a bare word alone ("zsh" in "tail ~/.zsh_history") adds noise
+        chosen.append(line_held[0])
+        typed = [t for t in typed if t not in line_held[1]]
     return chosen
 
 
@@ -80,10 +93,9 @@ def lines_to_type(
     found: dict[str, str] = {}
     for claim, cited in claims:
         for ref, excerpt in cited:
-            line = line_to_type(claim, excerpt, answer)
-            if line:
+            lines = _lines_to_type(claim, excerpt, answer)
+            for line in lines:
                 found.setdefault(line, ref)
+            if lines:
                 break
-        if len(found) >= MAX_LINES:
-            break
-    return tuple(found.items())
+    return tuple(found.items())[:MAX_LINES]
