@@ -107,6 +107,19 @@ async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_les
     assert finished.result.stages[-1] == "confirm"
 
 
+async def test_the_whole_briefings_answer_that_adds_what_the_same_note_writes_replaces_it(
+    tmp_path: Path,
+) -> None:
+    later = ["The deposit is £800, as agreed with Dana [1]."]
+    model = TwoAnswers({ANSWER: ["The deposit is £800 [1]."]}, later=later)
+    asker = slow_asker(tmp_path, model, ask_confirm_first_pass=True)
+    events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.result.answer == "The deposit is £800, as agreed with Dana [[Flat lease]]."
+    assert "replace" in finished.result.stages
+
+
 @pytest.mark.parametrize(
     ("question", "draft", "whole"),
     [

@@ -20,6 +20,7 @@ from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_events import AskResult, Draft
 from memex.orchestrator.ask_stages import abstain_reason, abstention
 from memex.orchestrator.briefing import part_messages, revise_messages
+from memex.orchestrator.claim_check import occurs_in
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.generation import Generator
 from memex.orchestrator.items import ShownItem
@@ -73,7 +74,9 @@ class Answerer:
         notes and neighbours beside them: read from the whole briefing, a small model cites
         every note on the topic ("caffeinate -d -i -t 600 ... [1], [2], [3], [4]") and answers
         a neighbour's question in place of one part; both cost citation precision on the til
-        vault without adding a fact."""
+        vault without adding a fact. One that cites the draft's notes and states all the draft
+        states and more, written in their excerpts, replaces it (the `tiktoken` the draft left
+        out)."""
         reason = abstain_reason(question, whole, sources, self._settings.abstain_below)
         if reason:
             return reason != "declined"
@@ -83,6 +86,14 @@ class Answerer:
         cited = {c.ref for c in whole.citations}
         if drafted <= cited and _stated(whole) <= _stated(draft):
             return True
+        added = _stated(whole) - _stated(draft)
+        if cited == drafted and added and _stated(draft) <= _stated(whole):
+            # All the draft says and more, from the same notes: the answer, when what it adds
+            # is written in their excerpts ("1 May" read from "in May" and the note's date is
+            # not; a lone digit is written anywhere).
+            excerpts = [s.excerpt for s in sources if s.ref in cited]
+            if any(len(x) > 1 and occurs_in(x, text) for x in added for text in excerpts):
+                return False
         same = drafted == cited and figures(draft.claims) == figures(whole.claims)
         return same or strength(whole) < strength(draft)
 
