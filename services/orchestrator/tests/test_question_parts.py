@@ -78,6 +78,14 @@ def _reading(*claims: str) -> Reading:
             [],
         ),
         ("How much did the repair cost?", ["It cost money."], []),  # not compound
+        # One sentence may answer both parts, a clause each.
+        (
+            "When does my promotion to Lead Designer take effect, and what's the new salary?",
+            [
+                "The promotion to Lead Designer takes effect on 1 July, and the new salary is £58,000."
+            ],
+            [],
+        ),
     ],
 )
 def test_the_parts_an_answer_leaves_out(
