@@ -306,6 +306,14 @@ def test_queued_turns(client: httpx.Client) -> None:
     assert orphan.status_code == 404
 
 
+def test_a_queued_turn_carries_its_day(client: httpx.Client, gateway: Gateway) -> None:
+    created = client.post("/v1/turns", json={"text": "My plot then?", "as_of": "2026-05-01"})
+    assert created.status_code == 202
+    assert gateway.orchestrator.turn_requests[-1].as_of == "2026-05-01"
+    bad = client.post("/v1/turns", json={"text": "My plot then?", "as_of": "1 May"})
+    assert bad.status_code == 400 and "as_of" in bad.text
+
+
 def test_metrics_count_requests_by_route_and_status(client: httpx.Client) -> None:
     client.post("/v1/ask", json={"question": "deposit?"})
     client.get("/v1/conversations/no-such-id")

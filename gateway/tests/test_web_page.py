@@ -161,7 +161,7 @@ def test_the_owners_page_asks_for_sensitive_notes_and_copes_with_a_key_that_may_
 def test_a_message_as_of_a_day_is_answered_for_that_day(page: Page, api: Api) -> None:
     """docs/as-of.md: with "As of" set, the chat message carries the day and the reply is marked
     with it; the next message without it reads memory as it is now, in the same conversation.
-    Queued turns cannot, so it is off for them."""
+    A queued question carries it too."""
     as_of = page.get_by_label("As of")
     expect(as_of).to_have_attribute("type", "date")
     expect(as_of).to_have_value("")
@@ -195,5 +195,13 @@ def test_a_message_as_of_a_day_is_answered_for_that_day(page: Page, api: Api) ->
     expect(second.locator(".as-of-badge")).to_have_count(0)
     later = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/chat"][1]
     assert "as_of" not in later and later["conversation_id"] == "c1"
-    page.get_by_role("radio", name="Queue").check()
-    expect(as_of).to_be_disabled()
+
+    page.get_by_role("radio", name="Queue").check()  # a queued question may be asked as of it too
+    expect(as_of).to_be_enabled()
+    as_of.fill("2026-02-01")
+    ask(page, "What was my plot then?")
+    question = page.locator(".message.user").last
+    expect(question).to_have_attribute("data-state", "answered")
+    expect(question.locator(".as-of-badge")).to_have_text("as of 2026-02-01")
+    [queued] = [json.loads(d or "{}") for m, p, _, d in api.requests if p == "/v1/turns"]
+    assert queued["as_of"] == "2026-02-01" and queued["text"] == "What was my plot then?"

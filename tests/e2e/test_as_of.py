@@ -1,13 +1,15 @@
 """Memory as of a date on the real stack (issue 37, docs/as-of.md): a vault indexed, edited and
 indexed again into its own tenant of the shared demo stack; `memex search`, `memex ask` and
-`memex chat` (the tiny local model) and `memex note` as of a day before the edit read the note as
-it was, the evidence bundles record the day, and HTTP refuses a day that is not one."""
+`memex chat` (the tiny local model), a question queued over HTTP for the worker, and `memex note`
+as of a day before the edit read the note as it was, the evidence bundles record the day, and
+HTTP refuses a day that is not one."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,32 @@ def test_search_ask_and_note_as_of_a_day_read_the_memory_as_it_was(
     shown = [e["text"] for e in bundle["excerpts"] if e.get("title") == "Boiler"]
     assert shown and all("£90" in t and "£120" not in t for t in shown)
 
+    # Queued over HTTP (a key bound to this tenant): the worker answers as of the turn's day.
+    made = demo_stack.memex("keys", "create", "asof-queue", "--tenant", TENANT)
+    assert made.returncode == 0, made.stderr
+    http = httpx.Client(
+        base_url=demo_stack.gateway_url,
+        headers={"Authorization": f"Bearer {made.stdout.strip()}"},
+        timeout=60,
+    )
+    queued = http.post("/v1/turns", json={"text": QUESTION, "as_of": "2026-02-01"})
+    assert queued.status_code == 202, queued.text
+    turn = queued.json()["turn"]
+    assert turn["as_of"] == "2026-02-01"
+    for _ in range(300):
+        turn = http.get(f"/v1/turns/{turn['id']}").json()["turn"]
+        if turn["state"] in ("answered", "error"):
+            break
+        time.sleep(1)
+    assert turn["state"] == "answered", turn
+    turns = http.get(f"/v1/threads/{turn['thread_id']}/turns").json()["turns"]
+    reply = next(t for t in turns if t["role"] == "assistant")
+    assert "£120" not in reply["text"], reply
+    bundle = http.get(f"/v1/evidence/{reply['id']}").json()
+    assert bundle["as_of"] == "2026-02-01"
+    shown = [e["text"] for e in bundle["excerpts"] if e.get("title") == "Boiler"]
+    assert shown and all("£90" in t and "£120" not in t for t in shown)
+
     old_hit = next(i for i in then["items"] if i["citation"] == "[[Boiler]]")
     old_id = old_hit["provenance"]["episode_id"]
     assert old_id.endswith("@v1")
@@ -92,3 +120,8 @@ def test_http_refuses_an_as_of_that_is_not_a_past_day(demo_stack: DemoStack) -> 
         assert reply.status_code == 400, (bad, reply.text)
         error = reply.json()["error"]
         assert error["code"] == "INVALID_ARGUMENT" and "as_of" in error["message"], error
+        queued = httpx.post(
+            f"{demo_stack.gateway_url}/v1/turns", json={"text": "boiler?", "as_of": bad}, timeout=60
+        )
+        assert queued.status_code == 400, (bad, queued.text)  # refused when queued, not later
+        assert "as_of" in queued.json()["error"]["message"]

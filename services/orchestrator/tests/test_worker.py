@@ -17,12 +17,13 @@ from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import Turn
+from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.orchestrator.worker import ChatWorker, WorkerService
-from memex.shared.errors import ResourceExhausted
+from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
 from memex.shared.testing import serving
 
+from .conftest import older_database
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 
 PLAN = "You plan how to look up"
@@ -122,6 +123,47 @@ async def test_a_queued_turn_withholds_sensitive_notes_unless_its_request_asked(
     assert plain_reply.text.endswith("_(1 sensitive source withheld from this answer.)_")
     [_, asked_reply] = o.store.list_turns("me", asked.thread_id)
     assert "withheld" not in asked_reply.text
+
+
+async def test_a_queued_turn_asked_as_of_a_day_is_answered_from_that_day(
+    tmp_path: Path, state: Path | str
+) -> None:
+    """The day is checked when the turn is queued, stored with it, and read by the worker."""
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model, state)
+    with pytest.raises(InvalidArgument, match="YYYY-MM-DD"):
+        await o.create_turn("me", "", "How much was the deposit?", as_of="May 1st")
+    with pytest.raises(InvalidArgument, match="after today"):
+        await o.create_turn("me", "", "How much was the deposit?", as_of="2999-01-01")
+    then = await o.create_turn("me", "", "How much was the deposit?", as_of="2026-05-01")
+    now = await o.create_turn("me", then.thread_id, "And now?")
+    assert (then.as_of, now.as_of) == ("2026-05-01", "")
+    assert o.store.get_turn("me", then.id).as_of == "2026-05-01"
+    await run_until(ChatWorker(o, o.settings), 2)
+
+    prompts = [c.messages[-1].content for c in model.calls if "Today is" in c.messages[-1].content]
+    asked_then = [p for p in prompts if "Now: And now?" not in p]
+    asked_now = [p for p in prompts if "Now: And now?" in p]
+    assert asked_then and all("Today is Friday 1 May 2026." in p for p in asked_then)
+    assert asked_now and not any("1 May 2026" in p for p in asked_now)
+
+
+def test_a_turn_queued_before_turns_had_a_day_reads_the_memory_as_it_is(
+    tmp_path: Path, state: Path | str
+) -> None:
+    engine = older_database(state, below=9)
+    with engine.transaction() as db:
+        db.execute("INSERT INTO threads VALUES ('th', 'me', 'Old', 'now')")
+        db.execute(
+            "INSERT INTO turns (id, thread_id, role, text, state, seq, created_at) "
+            "VALUES ('old', 'th', 'user', 'a question', 'pending', 1, 'now')"
+        )
+    engine.close()
+    store = OrchestratorStore(state)
+    try:
+        assert store.get_turn("me", "old").as_of == ""
+    finally:
+        store.close()
 
 
 async def test_an_answer_that_could_see_sensitive_notes_is_not_history_for_a_turn_that_cannot(

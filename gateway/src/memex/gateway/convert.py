@@ -86,6 +86,7 @@ def turn(t: opb.Turn) -> Turn:
         error=t.error,
         created_at=t.created_at,
         withheld=t.withheld,
+        as_of=t.as_of,
     )
 
 

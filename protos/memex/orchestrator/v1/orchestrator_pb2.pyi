@@ -857,6 +857,7 @@ class Turn(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     WITHHELD_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     thread_id: _builtins.str
     role: Global___MessageRole.ValueType
@@ -869,6 +870,10 @@ class Turn(_message.Message):
     withheld: _builtins.bool
     """An answer to a question that let the model see sensitive notes, and the request did not set
     include_sensitive: its text is a placeholder and its citations are left out.
+    """
+    as_of: _builtins.str
+    """A user turn's CreateTurnRequest.as_of: the day whose memory its answer reads; empty for the
+    memory as it is when the worker answers.
     """
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
@@ -884,10 +889,11 @@ class Turn(_message.Message):
         error: _builtins.str = ...,
         created_at: _builtins.str = ...,
         withheld: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id", "withheld", b"withheld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id", "withheld", b"withheld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -926,12 +932,18 @@ class CreateTurnRequest(_message.Message):
     THREAD_ID_FIELD_NUMBER: _builtins.int
     TEXT_FIELD_NUMBER: _builtins.int
     INCLUDE_SENSITIVE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
     tenant: _builtins.str
     thread_id: _builtins.str
     """Empty creates a new thread."""
     text: _builtins.str
     include_sensitive: _builtins.bool
     """As AskRequest.include_sensitive; stored with the turn, so the worker answers under it."""
+    as_of: _builtins.str
+    """As AskRequest.as_of (YYYY-MM-DD): the answer reads the memory as it stood at the end of that
+    day. Checked when the turn is queued (INVALID_ARGUMENT for another form or a future day) and
+    stored with it, so the worker answers as of it.
+    """
     def __init__(
         self,
         *,
@@ -939,10 +951,11 @@ class CreateTurnRequest(_message.Message):
         thread_id: _builtins.str = ...,
         text: _builtins.str = ...,
         include_sensitive: _builtins.bool = ...,
+        as_of: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_sensitive", b"include_sensitive", "tenant", b"tenant", "text", b"text", "thread_id", b"thread_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "include_sensitive", b"include_sensitive", "tenant", b"tenant", "text", b"text", "thread_id", b"thread_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models.common import MAX_TEXT, Role, Strict
+from memex.gateway.models.common import MAX_TEXT, Date, Role, Strict
 from memex.gateway.present import Citation
 
 TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
@@ -27,6 +27,9 @@ class Turn(BaseModel):
         description="An answer to a question that let the model see sensitive notes, read without "
         "include_sensitive: its text is a placeholder and its citations are left out.",
     )
+    as_of: str = Field(
+        "", description='A question\'s day whose memory its answer reads; "" for now.'
+    )
 
 
 class Thread(BaseModel):
@@ -42,6 +45,12 @@ class TurnCreate(Strict):
         False,
         description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
         "key). Otherwise they are withheld from the model and counted in `withheld`.",
+    )
+    as_of: Date = Field(
+        "",
+        description="The answer reads the memory as it stood at the end of this day (UTC), with "
+        'it as "today"; empty: now. Checked when the question is queued: a day after today is '
+        "a 400 (docs/as-of.md).",
     )
 
 

@@ -34,13 +34,15 @@ async def create_turn(
 ) -> TurnResponse:
     """A pending user turn (in a new thread when thread_id is empty); poll it for the answer.
     Its answer uses sensitive notes only with `include_sensitive` and a caller allowed them
-    (else 403, now: the grant is checked when the turn is queued and stored with it)."""
+    (else 403, now: the grant is checked when the turn is queued and stored with it). With
+    `as_of`, the answer reads the memory as it stood at the end of that day."""
     reply = await c.orchestrator.CreateTurn(
         opb.CreateTurnRequest(
             tenant=tenant,
             thread_id=body.thread_id,
             text=body.text,
             include_sensitive=sensitive_grant(request, body.include_sensitive),
+            as_of=body.as_of,
         )
     )
     return TurnResponse(turn=convert.turn(reply.turn))

@@ -1,7 +1,7 @@
-// The web chat: streamed chat (POST /v1/chat, SSE; with "As of" set, a reply from the memory as
-// it stood at the end of that day: docs/as-of.md) and queued turns (POST /v1/turns, followed on
-// the thread's event stream, polled when that fails), with the conversation and thread lists in
-// the sidebar.
+// The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, followed on
+// the thread's event stream, polled when that fails), either with "As of" set for a reply from
+// the memory as it stood at the end of that day (docs/as-of.md), with the conversation and
+// thread lists in the sidebar.
 
 import {
   ApiError,
@@ -181,12 +181,13 @@ async function streamAnswer(text, day) {
 
 // ---- queued turns --------------------------------------------------------------------------
 
-async function queueTurn(text) {
+async function queueTurn(text, day) {
   const question = append(messageItem("user", text));
   renderTurnState(question, "sending");
+  if (day) renderAsOf(question, day);
   let turn;
   try {
-    const request = { text };
+    const request = { text, as_of: day || undefined };
     if (state.threadId) request.thread_id = state.threadId;
     ({ turn } = await postAnswer("/v1/turns", request));
   } catch (err) {
@@ -273,6 +274,7 @@ async function showReply(question, turn) {
     if (!reply) throw new ApiError(0, "NOT_FOUND", "the answer was not found in the thread");
     const item = messageItem("assistant", reply.text, { state: "done", turnId: reply.id });
     question.after(item);
+    if (turn.as_of) renderAsOf(item, turn.as_of);
     renderCitations(item, reply.citations, liftWithheldNote(item));
     renderEvidenceLink(item, reply.id, downloadEvidence);
     scrollToEnd();
@@ -323,6 +325,7 @@ async function openThread(id, title) {
       const item = append(messageItem(t.role, t.text, { turnId: t.id }));
       if (t.role === "user") {
         renderTurnState(item, t.state);
+        if (t.as_of) renderAsOf(item, t.as_of);
         if (t.state === "error") renderError(item, "TURN_FAILED", t.error || "failed");
         if (t.state === "pending" || t.state === "thinking") followTurn(item, t);
       } else {
@@ -429,7 +432,6 @@ function setMode(mode) {
     radio.checked = radio.value === mode;
   }
   $("persona").disabled = mode === "queue"; // queued turns use the worker's default persona
-  $("as-of").disabled = mode === "queue"; // and answer from the memory as it is now
 }
 
 function newConversation() {
@@ -453,7 +455,7 @@ function submit(event) {
   if (!text || state.controller) return;
   input.value = "";
   const day = $("as-of").value; // "" or YYYY-MM-DD
-  if (state.mode === "queue") queueTurn(text);
+  if (state.mode === "queue") queueTurn(text, day);
   else streamAnswer(text, day);
 }
 

@@ -104,6 +104,7 @@ def turn_pb(t: Turn) -> pb.Turn:
         error=t.error,
         created_at=t.created_at,
         withheld=t.withheld,
+        as_of=t.as_of,
     )
 
 

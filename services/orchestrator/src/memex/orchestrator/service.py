@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from memex.orchestrator import as_of as as_of_day
 from memex.orchestrator import evidence, turn_events
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
@@ -58,13 +59,21 @@ class Orchestrator:
         return tenant or self.settings.default_tenant
 
     async def create_turn(
-        self, tenant: str, thread_id: str, text: str, *, include_sensitive: bool = False
+        self,
+        tenant: str,
+        thread_id: str,
+        text: str,
+        *,
+        include_sensitive: bool = False,
+        as_of: str = "",
     ) -> Turn:
-        """A pending user turn for the chat worker (SPEC B13). ``include_sensitive`` is stored
-        with the turn: the worker answers later, and must answer under what this request asked."""
+        """A pending user turn for the chat worker (SPEC B13). ``include_sensitive`` and
+        ``as_of`` (checked now, as an ask checks it) are stored with the turn: the worker answers
+        later, and must answer under what this request asked."""
         text = text.strip()
         if not text:
             raise InvalidArgument("text is empty: write a question")
+        day = as_of_day.parse(as_of)
         waiting = await asyncio.to_thread(self.store.pending_turns)
         if waiting.count >= self.settings.max_pending_turns:
             # One worker answers turns one at a time: past this, a new turn would only wait
@@ -80,6 +89,7 @@ class Orchestrator:
             text,
             conversation_title(text),
             include_sensitive=include_sensitive,
+            as_of=day.isoformat() if day is not None else "",
         )
 
     async def conversation(

@@ -222,6 +222,7 @@ class OrchestratorServicer(
             request.thread_id,
             request.text,
             include_sensitive=request.include_sensitive,
+            as_of=request.as_of,
         )
         return pb.CreateTurnResponse(turn=turn_pb(turn))
 

@@ -41,6 +41,7 @@ class Turn:
     reply_to: str = ""  # an answer's question
     # Read by a request that may not see it: ``text`` is a placeholder, no citations.
     withheld: bool = False
+    as_of: str = ""  # a question's day (YYYY-MM-DD) whose memory the worker reads; "" for now
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,17 @@ class TurnQueue(Database):
             self.events.signal(tenant, thread_id)
 
     def create_turn(
-        self, tenant: str, thread_id: str, text: str, title: str, *, include_sensitive: bool = False
+        self,
+        tenant: str,
+        thread_id: str,
+        text: str,
+        title: str,
+        *,
+        include_sensitive: bool = False,
+        as_of: str = "",
     ) -> Turn:
         """A pending user turn, in a new thread when ``thread_id`` is empty, with whether its
-        answer may use sensitive notes."""
+        answer may use sensitive notes and the day whose memory it reads ("" for now)."""
         stamp = now_iso()
         with self._tx() as db:
             if thread_id:
@@ -102,9 +110,9 @@ class TurnQueue(Database):
             turn_id, seq = new_id(), self._next_seq(db)
             db.execute(
                 "INSERT INTO turns "
-                "(id, thread_id, role, text, state, seq, created_at, include_sensitive) "
-                "VALUES (?, ?, 'user', ?, 'pending', ?, ?, ?)",
-                (turn_id, thread_id, text, seq, stamp, int(include_sensitive)),
+                "(id, thread_id, role, text, state, seq, created_at, include_sensitive, as_of) "
+                "VALUES (?, ?, 'user', ?, 'pending', ?, ?, ?, ?)",
+                (turn_id, thread_id, text, seq, stamp, int(include_sensitive), as_of),
             )
             changed = self._changed(db, thread_id, tenant)
         self._signal([changed])
@@ -341,4 +349,5 @@ def _turn(row: Row) -> Turn:
         row["tenant"] or "",
         bool(row["include_sensitive"]),
         row["reply_to"] or "",
+        as_of=row["as_of"] or "",
     )

@@ -109,9 +109,10 @@ class ChatWorker:
                 turn.text,
                 self._settings.worker_context_chars,
             )
-            # The turn's own request decided whether sensitive notes may be used (issue 11).
+            # The turn's own request decided whether sensitive notes may be used (issue 11), and
+            # the day whose memory it reads (issue 37).
             result = await self._o.asker.ask(
-                turn.tenant, query, include_sensitive=turn.include_sensitive
+                turn.tenant, query, include_sensitive=turn.include_sensitive, as_of=turn.as_of
             )
             if await asyncio.to_thread(
                 self._store.answer_turn,

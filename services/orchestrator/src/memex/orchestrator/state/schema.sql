@@ -244,3 +244,8 @@ CREATE TABLE evidence (
 );
 CREATE INDEX evidence_by_message ON evidence (message_id);
 CREATE INDEX evidence_by_reply ON evidence (reply_turn_id);
+
+-- migration 9
+-- Issue 37: a queued question may be asked as of a day, like an ask or a chat message; the day is
+-- kept with the user turn, since the worker answers later. Turns queued before read '' (now).
+ALTER TABLE turns ADD COLUMN as_of TEXT NOT NULL DEFAULT '';
