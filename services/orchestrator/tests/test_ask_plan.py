@@ -94,6 +94,18 @@ async def test_a_plan_without_a_search_searches_the_question_too(tmp_path: Path)
     assert result.answer != EMPTY_MEMORY_ANSWER and not result.abstained
 
 
+async def test_a_plan_that_searches_in_its_own_words_searches_the_question_too(
+    tmp_path: Path,
+) -> None:
+    """The model's query is its words; the question's ("rexml/document") is searched as well."""
+    question = "I keep hitting 'cannot load such file -- rexml/document'. Since when, and why?"
+    plan = {"steps": [{"tool": "search_vault", "query": "ruby version"}]}
+    memory = FakeMemory(NOTES)
+    o = make_orchestrator(tmp_path, reasoner(plan=plan), memory, plan_hop="always")
+    await o.asker.ask("me", question)
+    assert [s.query for s in memory.searches] == [question, "ruby version"]
+
+
 async def test_an_empty_memory_gets_the_canned_answer_without_a_model_call(
     tmp_path: Path,
 ) -> None:

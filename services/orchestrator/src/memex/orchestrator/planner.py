@@ -117,9 +117,11 @@ def _validate(raw: Any) -> Step | str:
 
 
 def parse_plan(text: str, question: str) -> Plan:
-    """Validates the model's plan; falls back to searching the question itself. A plan with no
-    search gets the question's own search too: its lookups (records, a timeline, the inbox) add
-    to what the notes say, and must not stand in for it."""
+    """Validates the model's plan; falls back to searching the question itself. Every plan gets
+    the question's own search too: its lookups (records, a timeline, the inbox) add to what the
+    notes say, and its searches are the model's words, which must not stand in for the
+    person's. Asked about "'cannot load such file -- rexml/document'", the 1.5B model searched
+    "ruby version", and the note on rexml was never briefed."""
     try:
         value = json.loads(text, strict=False)
     except ValueError:
@@ -138,6 +140,6 @@ def parse_plan(text: str, question: str) -> Plan:
     search = Step("search_vault", query=question)
     if not steps:
         return Plan((search,), tuple(dropped), fell_back=True)
-    if not any(step.tool == "search_vault" for step in steps):
+    if search not in steps:
         steps.insert(0, search)
     return Plan(tuple(steps), tuple(dropped), fell_back=False)
