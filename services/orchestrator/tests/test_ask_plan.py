@@ -38,10 +38,15 @@ async def test_questions_about_records_earn_the_plan_hop_which_sees_no_data(
 
 
 @pytest.mark.parametrize(("mode", "calls"), [("always", 2), ("never", 1), ("auto", 1)])
-async def test_the_plan_hop_setting(tmp_path: Path, mode: str, calls: int) -> None:
+@pytest.mark.parametrize(
+    "question",
+    ["What did we agree about the deposit?", "How much is the deposit, and when is it returned?"],
+)
+async def test_the_plan_hop_setting(tmp_path: Path, mode: str, calls: int, question: str) -> None:
+    """Two questions at once search themselves: no plan unless it is always on."""
     model = reasoner(plan={"steps": [{"tool": "search_vault", "query": "deposit"}]})
     o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop=mode)
-    await o.asker.ask("me", "What did we agree about the deposit?")
+    await o.asker.ask("me", question)
     assert len(model.calls) == calls
 
 

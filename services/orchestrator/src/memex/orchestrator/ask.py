@@ -16,9 +16,9 @@ named, never filled in. A sentence that names a command in part is followed by t
 whole line (``to_type.py``).
 
 The data-blind plan hop of SPEC B1 runs only when a question earns it (records, the inbox, a
-person's timeline, two questions at once), or always with ``plan_hop=always``; steps that find
-nothing fall back to searching the question. A persona may add reframe, seek-counter-evidence and
-revise stages, each one more audited model call.
+person's timeline), or always with ``plan_hop=always``; steps that find nothing fall back to
+searching the question. A persona may add reframe, seek-counter-evidence and revise stages, each
+one more audited model call.
 
 The stages ask shares with chat (check, retrieve, brief, generate and filter, police, record) are
 ``pipeline.py``'s; ask's own (the persona's extra calls, when to abstain) are ``ask_stages.py``'s;

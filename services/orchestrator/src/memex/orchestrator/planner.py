@@ -52,23 +52,22 @@ Return JSON: {{"steps": [{{"tool": "search_vault", "query": "..."}}]}} with 1 to
 
 
 # Questions one search of the notes cannot serve: records and the inbox, a person's whole
-# timeline, or two questions at once. Anything else skips the plan hop.
+# timeline. Anything else skips the plan hop, two questions at once included: the question's own
+# search brief the note that answers as well or better than the plan's searches (all 29 of the
+# til vault's answerable compound questions in the first three sources, against 27 with the
+# logged plans; benchmarks/bench_parts_search.py), and the plan costs about 6 s on 2 cores
+# before the first word.
 _NEEDS_TOOLS = re.compile(
     r"\b(?:inbox|to-?dos?|tasks?|pending|overdue|due dates?|deadlines?|events?|calendar|"
     r"schedule|timeline|beliefs?|observations?|tracker|strava|bank|records?|everything about|"
     r"history with|list (?:all|every|my))\b",
     re.IGNORECASE,
 )
-_TWO_QUESTIONS = re.compile(
-    r"\b(?:and|also|then)\s+(?:what|when|where|who|how|why|which)\s+\w+\s+\w+", re.IGNORECASE
-)
 
 
 def wants_plan(question: str) -> bool:
     """Whether a question earns the plan hop (``plan_hop=auto``)."""
-    return bool(
-        _NEEDS_TOOLS.search(question) or _TWO_QUESTIONS.search(question) or question.count("?") > 1
-    )
+    return bool(_NEEDS_TOOLS.search(question))
 
 
 @dataclass(frozen=True)
