@@ -148,13 +148,18 @@ def _mentions(term: str, mentioned: set[str]) -> bool:
     )
 
 
+# Where one sentence joins the answers to two parts ("It takes effect on 1 July, and the new
+# salary is £58,000"): each clause is weighed against the parts on its own.
+_CLAUSES = re.compile(r",?\s+(?:and|but|while|whereas)\s+(?=\w)|;\s+", re.IGNORECASE)
+
+
 def unaddressed_parts(question: str, reading: Reading) -> list[str]:
     """The parts of a compound question that no sentence of ``reading`` answers, nor names as
     unanswered: a small model asked "what were they set to, and what command stopped that?"
     answers the first part and stops. A sentence, each of its clauses on its own, answers the
     part it shares most words with (every part it shares them with equally), when it says more
-    than that part. A part with no
-    word of its own ("..., and why?") is answered by a sentence beyond one for each other part."""
+    than that part. A part with no word of its own ("..., and why?") is answered by a sentence
+    beyond one for each other part."""
     parts = question_parts(question)
     if len(parts) < 2 or reading.declined:
         return []
@@ -169,11 +174,6 @@ def unaddressed_parts(question: str, reading: Reading) -> list[str]:
     if len(claims) >= len(parts):
         answered |= set(wordless)
     return [p for p in parts if p not in answered and p not in reading.unanswered_parts]
-
-
-# Where one sentence joins the answers to two parts ("It takes effect on 1 July, and the new
-# salary is £58,000"): each clause is weighed against the parts on its own.
-_CLAUSES = re.compile(r",?\s+(?:and|but|while|whereas)\s+(?=\w)|;\s+", re.IGNORECASE)
 
 
 def strength(reading: Reading) -> int:
