@@ -145,6 +145,19 @@ async def test_reflect_keeps_beliefs_whose_quotes_hold_and_audits_the_call(
     assert stored.fields["evidence"][0]["quote"] == "Morning runs feel easier than evening ones."
 
 
+async def test_a_statement_with_a_specific_its_notes_do_not_hold_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """The claim check of an answer, on a belief: the quote holds, the 21 km does not."""
+    stretched = {**MORNINGS, "statement": "She finds morning runs easier after 21 km with Hannah."}
+    memory = BeliefStore(items=[])
+    o = build(tmp_path, ScriptedReasoner({KEY: reply(stretched, MORNINGS)}), memory)
+    async with serving(o) as stub:
+        r = await stub.Reflect(pb.ReflectRequest())
+    assert (r.proposed, r.dropped_unsupported, r.dropped_unquoted) == (2, 1, 0)
+    assert [x.statement for x in r.beliefs] == [MORNINGS["statement"]]
+
+
 async def test_a_newer_note_that_disagrees_makes_a_belief_contested(tmp_path: Path) -> None:
     against = {**MORNINGS, "contradicted_by": [{"note": 3, "quote": "the evening run today "
                "felt easier than any morning run this year"}]}  # fmt: skip

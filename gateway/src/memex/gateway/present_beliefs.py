@@ -110,6 +110,9 @@ class ReflectReport(BaseModel):
     model_calls: int
     proposed: int = Field(description="Conclusions the model proposed.")
     dropped_unquoted: int = Field(description="Dropped: no verbatim or close quote.")
+    dropped_unsupported: int = Field(
+        0, description="Dropped: states a specific none of the notes it quotes holds."
+    )
     dropped_rejected: int = Field(description="Dropped: rejected before on the same evidence.")
     unreadable: int = Field(description="Model replies that were not JSON.")
     beliefs: list[Belief] = Field(description="Made or updated by this run.")
@@ -125,6 +128,7 @@ class ReflectReport(BaseModel):
             model_calls=r.model_calls,
             proposed=r.proposed,
             dropped_unquoted=r.dropped_unquoted,
+            dropped_unsupported=r.dropped_unsupported,
             dropped_rejected=r.dropped_rejected,
             unreadable=r.unreadable,
             beliefs=[Belief.from_proto(b) for b in r.beliefs],

@@ -121,6 +121,7 @@ def run_reflect(args: argparse.Namespace, settings: StackSettings) -> int:
     print(
         f"{report.proposed} conclusions proposed: {len(report.beliefs)} beliefs kept, "
         f"{report.dropped_unquoted} without a verbatim or close quote, "
+        f"{report.dropped_unsupported} stating what their notes do not, "
         f"{report.dropped_rejected} rejected before; quotes verbatim {verbatim}"
     )
     for belief in report.beliefs:

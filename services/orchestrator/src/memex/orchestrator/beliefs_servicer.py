@@ -73,6 +73,7 @@ class BeliefsServicer:
             model_calls=r.model_calls,
             proposed=r.proposed,
             dropped_unquoted=r.dropped_unquoted,
+            dropped_unsupported=r.dropped_unsupported,
             dropped_rejected=r.dropped_rejected,
             beliefs=[belief_pb(x) for x in r.beliefs],
             quotes=r.quotes,

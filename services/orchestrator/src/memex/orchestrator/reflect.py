@@ -5,10 +5,11 @@ back the sensitive ones the reasoner may not see (SPEC B3, the same rule as ask)
 rest, a few at a time, to the reasoner through the audited path (SPEC B4, purpose ``reflect``),
 asking for a small JSON list of conclusions, each with quotes of the notes it rests on and of any
 note that disagrees. Each quote is graded against its note (``beliefs.graded``, SPEC B10); a
-conclusion without one verbatim or close quote is dropped, one the person rejected on the same
-evidence is dropped, and the rest are written as beliefs records through retrieval, contested when
-a newer note disagrees. Only notes feed it: the assistant's replies are never memory (SPEC B11),
-and the beliefs collection itself is not read back as evidence.
+conclusion without one verbatim or close quote is dropped, and so is one that states a specific
+none of the notes it quotes holds (the claim check of an answer, ``unheld``), or one the person
+rejected on the same evidence; the rest are written as beliefs records through retrieval,
+contested when a newer note disagrees. Only notes feed it: the assistant's replies are never
+memory (SPEC B11), and the beliefs collection itself is not read back as evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from memex.orchestrator import beliefs as b
 from memex.orchestrator.audit import AuditedReasoner, tenant_var
 from memex.orchestrator.citations import parse_citations
+from memex.orchestrator.claim_check import Shown, unsupported, verdicts
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note
 from memex.orchestrator.pipeline import Sensitivity
@@ -88,6 +90,7 @@ class ReflectReport:
     model_calls: int = 0
     proposed: int = 0
     dropped_unquoted: int = 0
+    dropped_unsupported: int = 0
     dropped_rejected: int = 0
     unreadable: int = 0
     beliefs: list[b.Belief] = field(default_factory=list)
@@ -149,6 +152,18 @@ def _quotes(raw: object, notes: Sequence[Note]) -> tuple[b.Evidence, ...]:
                 b.Evidence(note.episode_id, note.title, note.date, quote, support),
             )
     return tuple(kept.values())
+
+
+def unheld(belief: b.Belief, notes: Sequence[Note]) -> list[str]:
+    """The specifics of ``belief``'s statement (a figure, a date, a name, a command: the claim
+    check's, ``claim_check.specifics``) that none of the notes it quotes holds: "Rent goes up to
+    £55 in January" quoting a note that never says £55 is not that note's conclusion, however
+    well its quote is graded."""
+    quoted = {e.episode_id for e in belief.evidence}
+    shown = [
+        Shown.of(n.episode_id, n.text, header=n.title) for n in notes if n.episode_id in quoted
+    ]
+    return [s.text for s in unsupported(verdicts(belief.statement, shown))]
 
 
 def read_reply(text: str, notes: Sequence[Note], model: str, today: str) -> list[b.Belief] | None:
@@ -275,6 +290,8 @@ class Reflector:
             for belief in found:
                 if not belief.evidence:
                     report.dropped_unquoted += 1
+                elif unheld(belief, group):
+                    report.dropped_unsupported += 1
                 elif b.blocked(belief, rejected):
                     report.dropped_rejected += 1
                 else:
