@@ -34,6 +34,23 @@ async def test_a_part_of_a_compound_question_the_answer_left_out_is_asked_for_ag
     assert result.stages[-1] == "answer_parts"
 
 
+async def test_a_part_answered_with_a_link_to_no_shown_note_is_kept_by_its_attributed_source(
+    tmp_path: Path,
+) -> None:
+    """The part's reply cites an invented note; its sentence is held by the source it is
+    attributed to, and that, not the invented link, is what the whole answer is read with."""
+    model = TwoAnswers(
+        {ANSWER: ["The deposit is £800 [1] [9]."]},
+        later=["It is returned in May. [[deposit-return-date]]"],
+    )
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES), plan_hop="never")
+    result = await o.asker.ask("me", COMPOUND, include_sensitive=True)
+    assert (
+        result.answer == "The deposit is £800 [[Flat lease]]. It is returned in May. [[Flat lease]]"
+    )
+    assert not result.abstained and result.stages[-1] == "answer_parts"
+
+
 async def test_a_why_left_out_is_asked_as_a_question_of_its_own(tmp_path: Path) -> None:
     """Shown the answer so far and "Still to answer: Why?", a small model writes the answer
     again: the why is asked of the first part's clause, over the same sources."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 
 from memex.orchestrator import conflicts
 from memex.orchestrator.answer.grading import figures
 from memex.orchestrator.answer.judging import informative, strength, unaddressed_parts
+from memex.orchestrator.answer.numbers import MARKER
 from memex.orchestrator.answer.reading import Reading, read_reply
 from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_events import AskResult, Draft
@@ -41,6 +42,18 @@ def _stated(reading: Reading) -> set[str]:
     """The specifics a reading states as fact (figures, code, flags, versions, names), folded."""
     held = {squash(s.text) for s in reading.specifics if s.verdict == "supported"}
     return held | figures(reading.claims)
+
+
+def _as_cited(reading: Reading, sources: Sequence[Source]) -> str:
+    """A part's reply as the whole answer is read again with it: as the model wrote it, or,
+    when its source was attributed (it named none shown: "... `--force-with-lease`.
+    [[force-with-lease]]"), without its markers and with the numbers of the sources attributed,
+    so a marker that named nothing does not count against the whole answer's grounding."""
+    if not reading.attributed:
+        return reading.raw.strip()
+    cited = {c.item_id for c in reading.citations}
+    numbers = " ".join(f"[{s.number}]" for s in sources if s.item.item_id in cited)
+    return f"{MARKER.sub('', reading.raw).strip()} {numbers}"
 
 
 class Answerer:
@@ -203,7 +216,7 @@ class Answerer:
             )
             if stands:
                 whole = read_reply(
-                    f"{reading.raw.rstrip()} {extra.raw.strip()}", "", sources, question
+                    f"{reading.raw.rstrip()} {_as_cited(extra, sources)}", "", sources, question
                 )
                 if len(whole.claims) > len(reading.claims) and not abstain_reason(
                     question, whole, sources, self._settings.abstain_below
