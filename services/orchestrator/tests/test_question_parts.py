@@ -78,6 +78,23 @@ def _reading(*claims: str) -> Reading:
             [],
         ),
         ("How much did the repair cost?", ["It cost money."], []),  # not compound
+        # A part that asks for a figure, a flag or a version is not answered by words alone,
+        # whatever words they share with it.
+        (
+            "Which flag starts it in safe mode, and what error number does it give?",
+            ["Pass `--safe` to start it in safe mode.", "It gives an error for the number."],
+            ["What error number does it give?"],
+        ),
+        (
+            "Which flag starts it in safe mode, and what error number does it give?",
+            ["Pass `--safe` to start it in safe mode.", "It gives error 1175."],
+            [],
+        ),
+        (
+            "How many workers does it start, and which port does it listen on?",
+            ["It starts four workers.", "It listens on the default port."],
+            ["Which port does it listen on?"],
+        ),
         # One sentence may answer both parts, a clause each.
         (
             "When does my promotion to Lead Designer take effect, and what's the new salary?",

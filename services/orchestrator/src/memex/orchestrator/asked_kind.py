@@ -53,16 +53,44 @@ def asked_kind(question: str) -> str:
     return match.group(1).lower() if match else ""
 
 
+# What a part of a compound question asks for that only a specific of a form can give: "what
+# error number ..." is not answered by a sentence with no figure in it, whatever words it shares
+# with the part. Key bindings and commands are left out: a note writes them in too many forms
+# ("`+`", "C-b").
+_PART_FORMS: dict[str, frozenset[SpecificKind]] = {
+    "flag": frozenset({"flag"}),
+    "switch": frozenset({"flag"}),
+    "version": frozenset({"version", "figure"}),
+    "release": frozenset({"version", "figure"}),
+    "port": frozenset({"figure"}),
+    "number": frozenset({"figure"}),
+    "year": frozenset({"figure"}),
+}
+_PART_ASKS = re.compile(
+    rf"\b(?:what|which)\s+(?:[\w.+-]+\s+)??({'|'.join(_PART_FORMS)})(?:e?s)?\b", re.IGNORECASE
+)
+_COUNTS = re.compile(r"\bhow\s+(?:many|much)\b", re.IGNORECASE)
+
+
+def wanted_forms(part: str) -> frozenset[SpecificKind]:
+    """The forms of specific of which one answers ``part`` ("What error number do I get?":
+    a figure); empty when its answer may take any form."""
+    match = _PART_ASKS.search(part)
+    if match:
+        return _PART_FORMS[match.group(1).lower()]
+    return frozenset({"figure"}) if _COUNTS.search(part) else frozenset()
+
+
 def gives_kind(kind: str, claims: Sequence[str], cited_notes: Iterable[str]) -> bool:
     """Whether an answer (its ``claims``) gives a thing of ``kind``: a specific of that kind's
     form, or the kind named in a note it cites."""
-    if any(KINDS[kind] & _kinds(claim) for claim in claims):
+    if any(KINDS[kind] & specific_kinds(claim) for claim in claims):
         return True
     spoken = re.compile(rf"\b{re.escape(kind)}(?:e?s)?\b", re.IGNORECASE)
     return any(spoken.search(text) for text in cited_notes)
 
 
-def _kinds(claim: str) -> set[SpecificKind]:
+def specific_kinds(claim: str) -> set[SpecificKind]:
     """The kinds of specific ``claim`` gives, a code span's own included: `git push
     --force-with-lease` is a command that gives a flag."""
     found: set[SpecificKind] = set()

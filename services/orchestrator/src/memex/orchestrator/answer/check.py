@@ -1,8 +1,10 @@
 """The claim check over a whole answer (issue 35): each sentence's specifics are checked
 (``claim_check.py``) against the sources the answer cites, and a sentence that states a specific
 no cited source holds is cut, or only its bracketed aside when that is where the specific is;
-again, until nothing more is cut. Whether the answer's main claim was cut, and which parts of a
-compound question lost their only answer, are kept for the reading and ask's abstention rules.
+so is a sentence that says the opposite of its notes ("you can mix" where they write "cannot
+mix", ``polarity.py``); again, until nothing more is cut. Whether the answer's main claim was
+cut, and which parts of a compound question lost their only answer, are kept for the reading
+and ask's abstention rules.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from memex.orchestrator.answer.claims import YES_NO, Claim, claims_of, reanchor, says_more
 from memex.orchestrator.answer.numbers import MARKER
+from memex.orchestrator.answer.polarity import contradicts
 from memex.orchestrator.claim_check import Shown, unsupported, verdicts
 from memex.orchestrator.items import CheckedSpecific
 from memex.orchestrator.lexical import terms
@@ -46,6 +49,7 @@ def check_claims(
     found: list[CheckedSpecific] = []
     dropped: list[str] = []
     main_unsupported = False
+    reversed_: list[str] = []  # sentences that say the opposite of their notes
     first = claims_of(text, sources)[0]
     echoed = [claim.span for claim in first if _echoes(claim.text, question)]
     echoed += [claim.span for claim in _repeated(first)]
@@ -56,13 +60,20 @@ def check_claims(
         for claim in claims:
             reanchor(claim, sources, question)
         named = [s for claim in claims for s in claim.named] or list(sources)
-        cited = [s.checkable for s in dict.fromkeys(named + _same_notes(named, sources))]
+        notes = list(dict.fromkeys(named + _same_notes(named, sources)))
+        cited = [s.checkable for s in notes]
         fenced = _fenced(text)
         checked = [
             (claim, verdicts(claim.text, cited, context, code=_within(claim.span, fenced)))
             for claim in claims
         ]
-        failing = [claim for claim, found_here in checked if unsupported(found_here)]
+        reversed_here = [c for c in claims if contradicts(c.text, [s.excerpt for s in notes])]
+        reversed_ += [claim.text for claim in reversed_here]
+        failing = [
+            claim
+            for claim, found_here in checked
+            if unsupported(found_here) or claim in reversed_here
+        ]
         trimmed = _trim_asides(text, checked, cited, context)
         if trimmed != text:  # an aside held the only unsupported specifics: it goes, not all
             found += [s for _, here in checked for s in unsupported(here) if s.text not in trimmed]
@@ -89,9 +100,13 @@ def check_claims(
         # which part the notes do not answer rather than abstaining on the whole.
         main_unsupported = False
         answered = {_part_of(claim, parts) for claim in kept}
+        # A part whose answer said the opposite of its notes is not named unanswered: the
+        # notes answer it, and ask asks for that part again (``unaddressed_parts``).
         unanswered = tuple(
             dict.fromkeys(
-                part for claim in dropped if (part := _part_of(claim, parts)) not in answered
+                part
+                for claim in dropped
+                if claim not in reversed_ and (part := _part_of(claim, parts)) not in answered
             )
         )
     if dropped and not kept:

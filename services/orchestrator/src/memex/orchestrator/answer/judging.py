@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from memex.orchestrator.answer.claims import says_more
 from memex.orchestrator.answer.grading import RANK
 from memex.orchestrator.answer.reading import Reading
+from memex.orchestrator.asked_kind import specific_kinds, wanted_forms
 from memex.orchestrator.claim_check import (
     occurs_in as _occurs_in,
 )
@@ -159,13 +160,15 @@ def unaddressed_parts(question: str, reading: Reading) -> list[str]:
     answers the first part and stops. A sentence, each of its clauses on its own, answers the
     part it shares most words with (every part it shares them with equally), when it says more
     than that part. A part with no word of its own ("..., and why?") is answered by a sentence
-    beyond one for each other part."""
+    beyond one for each other part. A part that asks for a specific of a form ("what error
+    number", "which flag", "how many") is answered only by a clause that gives one."""
     parts = question_parts(question)
     if len(parts) < 2 or reading.declined:
         return []
     claims = [claim for claim in reading.claims if _adds(claim, question)]
     answered: set[str] = set()
-    for clause in (clause for claim in claims for clause in _CLAUSES.split(claim)):
+    clauses = [clause for claim in claims for clause in _CLAUSES.split(claim)]
+    for clause in clauses:
         said = set(terms(clause))
         shared = {part: len(said & set(terms(part))) for part in parts}
         most = max(shared.values())
@@ -173,7 +176,25 @@ def unaddressed_parts(question: str, reading: Reading) -> list[str]:
     wordless = [part for part in parts if not terms(part)]
     if len(claims) >= len(parts):
         answered |= set(wordless)
+    answered -= {part for part in parts if not _gives_form(part, clauses, parts)}
     return [p for p in parts if p not in answered and p not in reading.unanswered_parts]
+
+
+def _gives_form(part: str, clauses: Sequence[str], parts: Sequence[str]) -> bool:
+    """Whether a clause gives ``part`` a specific of the form it asks for (``wanted_forms``: a
+    figure for "what error number"), where the part asks for one: a clause that shares a word
+    with the part, or that shares none with any part ("It is 1175.")."""
+    forms = wanted_forms(part)
+    if not forms:
+        return True
+    asked = set(terms(part))
+    return any(
+        forms & specific_kinds(clause)
+        and (
+            asked & set(terms(clause)) or not any(set(terms(p)) & set(terms(clause)) for p in parts)
+        )
+        for clause in clauses
+    )
 
 
 def strength(reading: Reading) -> int:
