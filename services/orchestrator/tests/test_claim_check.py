@@ -251,3 +251,24 @@ def test_a_sentence_that_says_again_what_an_earlier_one_said_is_cut() -> None:
         "Can I mix it with _1?",
     )
     assert reading.answer == "Mixing `it` with `_1` in one block is an error [[it]]."
+
+
+def test_a_sentence_that_fills_a_slot_of_an_earlier_ones_template_is_cut() -> None:
+    notes = [source(1, "Gord quoted $8,750 and was accepted; Harbourside quoted $8,200.", "porch")]
+    reading = read(
+        "Gord's quote was $8,750 [1]. Gord's quote was also more flexible, while Harbourside's "
+        "quote was less flexible [1]. Gord's quote was also more reliable, while Harbourside's "
+        "quote was less reliable [1].",
+        notes,
+        "Why did I pick Gord?",
+    )
+    assert "reliable" not in reading.answer and "flexible" in reading.answer
+    # a step with a specific of its own is not a repeat
+    steps = [source(1, "Run `go build` to compile, then `go install` to install.", "go")]
+    reading = read(
+        "Use the `go build` command to compile the modules [1]. Use the `go install` command "
+        "to install the modules [1].",
+        steps,
+        "How do I build it?",
+    )
+    assert "`go install`" in reading.answer

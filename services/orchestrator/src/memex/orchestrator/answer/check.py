@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from memex.orchestrator.answer.claims import YES_NO, Claim, claims_of, reanchor, says_more
 from memex.orchestrator.answer.numbers import MARKER
 from memex.orchestrator.answer.polarity import contradicts
-from memex.orchestrator.claim_check import Shown, unsupported, verdicts
+from memex.orchestrator.claim_check import Shown, specifics, unsupported, verdicts
 from memex.orchestrator.items import CheckedSpecific
 from memex.orchestrator.lexical import terms
 from memex.orchestrator.question_parts import question_parts
@@ -170,16 +170,43 @@ def _echoes(claim: str, question: str) -> bool:
 def _repeated(claims: Sequence[Claim]) -> list[Claim]:
     """The sentences that say again what an earlier one said, in no words of their own ("Yes,
     you can mix it with `_1`." after "You can mix it with `_1`."): a small model repeats
-    itself, and an answer to one part of a question is read together with the first answer."""
-    said: list[set[str]] = []
+    itself, and an answer to one part of a question is read together with the first answer.
+    So is a sentence that fills one slot of an earlier one's template ("Gord's quote was also
+    more reliable, while ... less reliable" after "... more convenient, while ... less
+    convenient"): a small model run on, saying nothing its notes say. A sentence with a
+    specific of its own (`go install` after `go build`) is a step, not a repeat."""
+    said: list[tuple[set[str], Claim]] = []
     out = []
     for claim in claims:
         words = set(terms(claim.text)) - YES_NO
-        if len(words) >= 3 and any(words <= earlier for earlier in said):
+        if len(words) >= 3 and any(
+            words <= earlier or _fills_template(claim, words, before, earlier)
+            for earlier, before in said
+        ):
             out.append(claim)
         else:
-            said.append(words)
+            said.append((words, claim))
     return out
+
+
+# A sentence that shares this many terms with an earlier one, opens with its words and adds at
+# most one term of its own, is that sentence again with a slot filled (``_repeated``).
+_TEMPLATE_SHARED = 4
+_TEMPLATE_OPENING = 3
+_OPENING_WORD = re.compile(r"[\w']+")
+
+
+def _fills_template(claim: Claim, words: set[str], before: Claim, earlier: set[str]) -> bool:
+    def opening(text: str) -> list[str]:
+        return [w.casefold() for w in _OPENING_WORD.findall(text)[:_TEMPLATE_OPENING]]
+
+    own = {text for _, text in specifics(claim.text)} - {t for _, t in specifics(before.text)}
+    return (
+        len(words & earlier) >= _TEMPLATE_SHARED
+        and len(words - earlier) <= 1
+        and not own
+        and opening(claim.text) == opening(before.text)
+    )
 
 
 def _part_of(claim: str, parts: Sequence[str]) -> str:
