@@ -15,9 +15,7 @@ NOTE = (
 
 
 def test_each_auxiliary_and_verb_is_read_with_its_polarity_and_what_follows() -> None:
-    assert Stance("can", "mix", True, frozenset({"number", "parameter", "1", "2"})) in stances(
-        NOTE
-    )
+    assert Stance("can", "mix", True, frozenset({"number", "parameter", "1", "2"})) in stances(NOTE)
     # emphasis is not part of a word; "won't" is "will not"
     assert any(s.verb == "show" and s.negated and s.family == "will" for s in stances(NOTE))
     assert not stances("Yes, you can.")  # an auxiliary with no verb states nothing here

@@ -16,7 +16,7 @@ from memex.orchestrator.chat import Done
 from memex.orchestrator.evidence import FORMAT, readable
 from memex.orchestrator.forget import NoteQuotes
 from memex.orchestrator.pipeline import PROMPT_VERSION
-from memex.orchestrator.policy import WITHHELD_READ
+from memex.orchestrator.policy import WITHHELD_HISTORY, WITHHELD_READ
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
@@ -241,3 +241,24 @@ def test_readable_leaves_nothing_out_without_sensitive_excerpts() -> None:
         "citations": [{"item_id": "c1", "source": 1}],
     }
     assert readable(bundle, include_sensitive=False) == (bundle, 0)
+
+
+def test_a_queued_answers_history_is_left_out_when_its_turn_saw_sensitive_notes() -> None:
+    bundle = {
+        "question": "and then?",
+        "answer": "a",
+        "asked_as": "Earlier: my diagnosis was X.\nNow: and then?",
+        "excerpts": [{"number": 1, "item_id": "c1", "sensitive": False}],
+        "citations": [],
+    }
+    saw = {**bundle, "asked_sensitive": True}
+    read, _ = readable(saw, include_sensitive=False)
+    assert read["asked_as"] == WITHHELD_HISTORY
+    assert readable(saw, include_sensitive=True)[0]["asked_as"] == saw["asked_as"]
+    # a turn that did not see them had placeholders in its history already
+    assert readable({**bundle, "asked_sensitive": False}, include_sensitive=False)[0] == {
+        **bundle,
+        "asked_sensitive": False,
+    }
+    # a bundle from before this was recorded is read the safe way
+    assert readable(bundle, include_sensitive=False)[0]["asked_as"] == WITHHELD_HISTORY

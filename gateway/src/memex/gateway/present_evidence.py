@@ -140,7 +140,11 @@ class EvidenceBundle(_Strict):
     reply_turn_id: str = Field(description="A queued answer's (assistant) turn id; else empty.")
     asked_as: str = Field(
         description="A queued answer: the question as the model got it, with the thread's "
-        "earlier turns; else empty."
+        "earlier turns; else empty. Left out (a placeholder) when the turn let the model see "
+        "sensitive notes and this copy did not ask for them."
+    )
+    asked_sensitive: bool = Field(
+        False, description="A queued answer whose turn let the model see sensitive notes."
     )
     excerpts: list[EvidenceExcerpt | LeftOutExcerpt]
     citations: list[EvidenceCitation | LeftOutCitation]

@@ -16,7 +16,7 @@ from typing import Any
 
 from memex.orchestrator import as_of
 from memex.orchestrator.items import Citation, GroundingReport
-from memex.orchestrator.policy import WITHHELD_READ
+from memex.orchestrator.policy import WITHHELD_HISTORY, WITHHELD_READ
 from memex.orchestrator.sources import Source
 
 FORMAT = "memex-evidence/1"
@@ -102,6 +102,7 @@ def build(
         "thread_id": "",
         "reply_turn_id": "",
         "asked_as": "",
+        "asked_sensitive": False,
         "excerpts": [excerpt(s, s.item.item_id in cited) for s in sources],
         "citations": [
             {
@@ -133,15 +134,23 @@ def build(
 
 
 def linked(
-    bundle: Mapping[str, Any], *, thread_id: str, reply_turn_id: str, question: str
+    bundle: Mapping[str, Any],
+    *,
+    thread_id: str,
+    reply_turn_id: str,
+    question: str,
+    asked_sensitive: bool,
 ) -> dict[str, Any]:
     """An ask's bundle as the answer to a queued turn: the turn's own question, and what the
-    model was asked (the question with the thread's earlier turns) kept as ``asked_as``."""
+    model was asked (the question with the thread's earlier turns) kept as ``asked_as``.
+    ``asked_sensitive``: the turn let the model see sensitive notes, so the earlier answers in
+    ``asked_as`` may carry them (``readable``)."""
     return {
         **bundle,
         "kind": "queued",
         "question": question,
         "asked_as": bundle["question"],
+        "asked_sensitive": asked_sensitive,
         "thread_id": thread_id,
         "reply_turn_id": reply_turn_id,
     }
@@ -153,8 +162,18 @@ def readable(bundle: Mapping[str, Any], *, include_sensitive: bool) -> tuple[dic
     Without ``include_sensitive``, each excerpt of a sensitive item becomes a placeholder that
     keeps only its number and says one was left out, and so does each citation of one (its quote
     is the note's words). An answer that drew on a sensitive excerpt may repeat it, so it is
-    left out too, with its claim check (answer text), as conversations are read (issue 11)."""
+    left out too, with its claim check (answer text), as conversations are read (issue 11).
+    So is ``asked_as`` of a queued turn that let the model see sensitive notes: the thread's
+    earlier answers in it may have drawn on them (a bundle from before that was recorded is
+    read the safe way)."""
     sensitive = {e["item_id"] for e in bundle["excerpts"] if e.get("sensitive")}
+    asked = bundle.get("asked_as", "")
+    if (
+        not include_sensitive
+        and bundle.get("asked_sensitive", True)
+        and asked not in ("", bundle.get("question"))
+    ):
+        bundle = {**bundle, "asked_as": WITHHELD_HISTORY}
     if include_sensitive or not sensitive:
         return dict(bundle), 0
     excerpts = [

@@ -43,7 +43,13 @@ def insert(
 
 
 def link(
-    db: Connection, *, turn_id: str, reply_turn_id: str, thread_id: str, question: str
+    db: Connection,
+    *,
+    turn_id: str,
+    reply_turn_id: str,
+    thread_id: str,
+    question: str,
+    asked_sensitive: bool,
 ) -> bool:
     """Names the assistant turn ``reply_turn_id`` as the answer whose bundle is ``turn_id``'s (in
     ``db``'s transaction): the bundle becomes a queued answer's, with the turn's own question.
@@ -56,6 +62,7 @@ def link(
         thread_id=thread_id,
         reply_turn_id=reply_turn_id,
         question=question,
+        asked_sensitive=asked_sensitive,
     )
     db.execute(
         "UPDATE evidence SET reply_turn_id = ?, bundle = ? WHERE turn_id = ?",

@@ -31,6 +31,9 @@ WITHHELD_REPLY = (
 
 
 WITHHELD_READ = f"(This reply drew on sensitive notes. To see it, {HOW_TO_ASK}.)"
+WITHHELD_HISTORY = (
+    f"(The thread's earlier turns may have drawn on sensitive notes. To see them, {HOW_TO_ASK}.)"
+)
 
 
 def history_text(text: str, *, drew_on_sensitive: bool, include_sensitive: bool) -> str:

@@ -285,6 +285,7 @@ class TurnQueue(Database):
                     reply_turn_id=reply_id,
                     thread_id=turn.thread_id,
                     question=turn.text,
+                    asked_sensitive=turn.include_sensitive,
                 )
             changed = self._changed(db, turn.thread_id, turn.tenant)
         self._signal([changed])
