@@ -18,6 +18,7 @@ from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore, Turn
+from memex.orchestrator.turn_queue import FORGOTTEN_THREAD, TURN_REQUEST
 from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
@@ -364,3 +365,85 @@ async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(
     await asyncio.wait_for(task, 10)
     assert o.store.get_turn("me", turn.id).state == "pending"
     assert [t.role for t in o.store.list_turns("me", turn.thread_id)] == ["user"]
+
+
+def _traces(o: Orchestrator, turn_id: str, question: str) -> tuple[int, int, list[str]]:
+    """What answering ``turn_id`` left: telemetry turns asking ``question``, evidence bundles,
+    and the prompts of the model calls made for the turn."""
+    asked = o.store.query(
+        "SELECT COUNT(*) AS n FROM telemetry_turns WHERE query LIKE ?", f"%{question}%"
+    )[0]["n"]
+    bundles = o.store.query("SELECT COUNT(*) AS n FROM evidence")[0]["n"]
+    prompts = [
+        r["prompt"]
+        for r in o.store.query(
+            "SELECT prompt FROM llm_log WHERE request_id = ?", f"{TURN_REQUEST}{turn_id}"
+        )
+    ]
+    return asked, bundles, prompts
+
+
+async def test_forgetting_a_thread_erases_what_answering_its_turns_left(
+    tmp_path: Path, state: Path | str
+) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model, state)
+    question = "How much was the deposit on the flat?"
+    turn = await o.create_turn("me", "", question, include_sensitive=True)
+    await run_until(ChatWorker(o, o.settings), 1)
+    asked, bundles, prompts = _traces(o, turn.id, question)
+    assert asked == 1 and bundles == 1 and prompts and all(question in p for p in prompts)
+
+    await o.delete_thread("me", turn.thread_id)
+    asked, bundles, prompts = _traces(o, turn.id, question)
+    assert (asked, bundles) == (0, 0)
+    assert prompts and set(prompts) == {FORGOTTEN_THREAD}  # the calls were made: rows stay
+
+
+async def test_a_thread_forgotten_while_its_turn_is_answered_keeps_nothing_of_the_answer(
+    tmp_path: Path, state: Path | str
+) -> None:
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model, state)
+    question = "How much was the deposit on the flat?"
+    turn = await o.create_turn("me", "", question, include_sensitive=True)
+    thinking, release, original = asyncio.Event(), asyncio.Event(), o.asker.ask
+
+    async def held(
+        tenant: str,
+        question: str,
+        persona_name: str = "",
+        limit: int = 0,
+        *,
+        include_sensitive: bool = False,
+        as_of: str = "",
+    ) -> AskResult:
+        thinking.set()
+        await release.wait()
+        return await original(
+            tenant, question, persona_name, limit, include_sensitive=include_sensitive, as_of=as_of
+        )
+
+    o.asker.ask = held  # type: ignore[method-assign]
+    worker = ChatWorker(o, o.settings)
+    lost = (
+        REGISTRY.get_sample_value("memex_orchestrator_worker_turns_total", {"outcome": "lost"}) or 0
+    )
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(thinking.wait(), 10)
+    await o.delete_thread("me", turn.thread_id)
+    release.set()
+    for _ in range(200):
+        if (
+            REGISTRY.get_sample_value("memex_orchestrator_worker_turns_total", {"outcome": "lost"})
+            or 0
+        ) > lost:
+            break
+        await asyncio.sleep(0.05)
+    worker.stopping.set()
+    await asyncio.wait_for(task, 10)
+
+    assert worker.answered == 0
+    asked, bundles, prompts = _traces(o, turn.id, question)
+    assert (asked, bundles) == (0, 0)
+    assert prompts and set(prompts) == {FORGOTTEN_THREAD}

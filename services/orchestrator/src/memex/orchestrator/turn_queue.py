@@ -308,10 +308,13 @@ class TurnQueue(Database):
         return True
 
     def delete_thread(self, tenant: str, thread_id: str) -> tuple[int, int]:
-        """Forgets a queued-chat thread with all its turns (the schema cascades them); returns
-        (turns deleted, turns of the thread left afterwards, 0 unless something went wrong).
-        NotFound for a thread unknown to this tenant. A worker answering a turn of it finds its
-        claim gone and writes nothing."""
+        """Forgets a queued-chat thread with all its turns (the schema cascades them), and what
+        answering them left elsewhere: the telemetry of each answer (its evidence bundle goes
+        with it) and the text of each model call made for a turn (the log row stays, as a
+        forgotten note's does: that a call was made is the audit's). Returns (turns deleted,
+        turns of the thread left afterwards, 0 unless something went wrong). NotFound for a
+        thread unknown to this tenant. A worker answering a turn of it finds its claim gone,
+        writes nothing, and erases what its answer left (``forget_dropped_answer``)."""
         with self._tx() as db:
             if (
                 db.execute(
@@ -320,11 +323,11 @@ class TurnQueue(Database):
                 is None
             ):
                 raise NotFound(f"no thread {thread_id!r} (GET /v1/threads lists them)")
-            count = int(
-                db.execute(
-                    "SELECT COUNT(*) FROM turns WHERE thread_id = ?", (thread_id,)
-                ).fetchone()[0]
-            )
+            ids = [
+                str(row[0])
+                for row in db.execute("SELECT id FROM turns WHERE thread_id = ?", (thread_id,))
+            ]
+            _erase_answers(db, ids)  # before the delete: the evidence rows name the replies
             db.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
             left = int(
                 db.execute(
@@ -333,7 +336,47 @@ class TurnQueue(Database):
             )
             changed = self._changed(db, thread_id, tenant)  # its watchers end
         self._signal([changed])
-        return count, left
+        return len(ids), left
+
+    def forget_dropped_answer(self, turn_id: str, telemetry_turn_id: str) -> bool:
+        """After a worker's answer to ``turn_id`` was dropped: when the turn is gone (its thread
+        was forgotten while it was answered), erases what that answer left, its telemetry and
+        evidence (``telemetry_turn_id``) and its model calls' text. True when it did; a turn
+        still there was only taken back by another worker, whose calls share its log."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)).fetchone():
+                return False
+            db.execute("DELETE FROM telemetry_turns WHERE id = ?", (telemetry_turn_id,))
+            _erase_calls(db, [turn_id])
+        return True
+
+
+# The request id of a worker's model calls for a turn: the prefix, then the turn's id.
+TURN_REQUEST = "turn-"
+# What forgetting a thread leaves in the LLM log rows of its turns' model calls.
+FORGOTTEN_THREAD = "[erased: its thread was forgotten]"
+
+
+def _erase_answers(db: Connection, turn_ids: Sequence[str]) -> None:
+    """Deletes the telemetry of the answers to ``turn_ids`` (their evidence cascades) and
+    erases the text of the model calls made for them."""
+    if not turn_ids:
+        return
+    marks = ", ".join("?" * len(turn_ids))
+    answers = db.execute(
+        f"SELECT turn_id FROM evidence WHERE reply_turn_id IN ({marks})", tuple(turn_ids)
+    ).fetchall()
+    db.executemany("DELETE FROM telemetry_turns WHERE id = ?", [(a[0],) for a in answers])
+    _erase_calls(db, turn_ids)
+
+
+def _erase_calls(db: Connection, turn_ids: Sequence[str]) -> None:
+    # A worker's model calls for a turn carry its request id (``worker.ChatWorker._answer``).
+    marks = ", ".join("?" * len(turn_ids))
+    db.execute(
+        f"UPDATE llm_log SET prompt = ?, response = ? WHERE request_id IN ({marks})",
+        (FORGOTTEN_THREAD, FORGOTTEN_THREAD, *(f"{TURN_REQUEST}{t}" for t in turn_ids)),
+    )
 
 
 def _turn(row: Row) -> Turn:

@@ -33,6 +33,7 @@ from memex.orchestrator.policy import history_text
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.text import PriorTurn, compose_query
+from memex.orchestrator.turn_queue import TURN_REQUEST
 from memex.shared.errors import MemexError, is_disk_full
 from memex.shared.logs import configure_logging, request_id_var
 from memex.shared.server import EngineSlot, GrpcService
@@ -99,7 +100,7 @@ class ChatWorker:
             )
 
     async def _answer(self, turn: Turn) -> None:
-        request_id_var.set(f"turn-{turn.id}")
+        request_id_var.set(f"{TURN_REQUEST}{turn.id}")
         lease = asyncio.create_task(self._keep_lease(turn))
         worker_id = self._settings.worker_id
         try:
@@ -130,6 +131,10 @@ class ChatWorker:
                 log.warning(
                     "turn %s was taken back before its answer was written; answer dropped", turn.id
                 )
+                if await asyncio.to_thread(
+                    self._store.forget_dropped_answer, turn.id, result.turn_id
+                ):
+                    log.info("turn %s's thread was forgotten; its answer's traces erased", turn.id)
         except Exception as exc:
             if is_disk_full(exc):
                 # Not the turn's fault, and nothing can be written now: its lease runs out and
