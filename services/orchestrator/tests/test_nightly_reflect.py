@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from memex.orchestrator import worker
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.worker import nightly_reflect, seconds_until
 
 
@@ -41,15 +43,20 @@ class Reflector:
         return SimpleNamespace(beliefs=[])
 
 
-def _orchestrator(reflector: Reflector, local: bool) -> Any:
+def _orchestrator(reflector: Reflector, local: bool, claims: bool = True) -> Any:
     sensitivity = SimpleNamespace(local=local)
-    return SimpleNamespace(reflector=reflector, pipeline=SimpleNamespace(sensitivity=sensitivity))
+    store = SimpleNamespace(claim_nightly=lambda job, tenant, day, worker_id: claims)
+    return SimpleNamespace(
+        reflector=reflector, pipeline=SimpleNamespace(sensitivity=sensitivity), store=store
+    )
 
 
-async def _run(reflector: Reflector, local: bool = True, **settings: Any) -> None:
+async def _run(
+    reflector: Reflector, local: bool = True, claims: bool = True, **settings: Any
+) -> None:
     """Runs the loop until two nights have passed, or it returned on its own (off)."""
     stopping = asyncio.Event()
-    orchestrator = _orchestrator(reflector, local)
+    orchestrator = _orchestrator(reflector, local, claims)
     loop = asyncio.create_task(
         nightly_reflect(orchestrator, OrchestratorSettings(**settings), stopping)
     )
@@ -87,3 +94,25 @@ async def test_a_remote_reasoner_reflects_when_allowed(monkeypatch: pytest.Monke
     reflector = Reflector()
     await _run(reflector, local=False, reflect_remote=True)
     assert reflector.runs[:2] == [("default", True), ("default", True)]
+
+
+async def test_a_night_another_worker_claimed_is_not_run_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker, "seconds_until", lambda at, now: 0.01)
+    reflector = Reflector()
+    await _run(reflector, claims=False)
+    assert reflector.runs == []
+
+
+def test_of_two_workers_on_one_database_the_first_claims_the_night(state: Path | str) -> None:
+    stores = [OrchestratorStore(state) for _ in range(2)]
+    try:
+        first, second = stores
+        assert first.claim_nightly("reflect", "me", "2026-05-01", "w1")
+        assert not second.claim_nightly("reflect", "me", "2026-05-01", "w2")
+        assert second.claim_nightly("reflect", "me", "2026-05-02", "w2")  # the next night
+        assert second.claim_nightly("reflect", "you", "2026-05-01", "w2")  # another tenant
+    finally:
+        for store in stores:
+            store.close()

@@ -338,6 +338,17 @@ class TurnQueue(Database):
         self._signal([changed])
         return len(ids), left
 
+    def claim_nightly(self, job: str, tenant: str, day: str, worker_id: str) -> bool:
+        """Claims the run of nightly ``job`` for ``tenant`` on ``day`` (YYYY-MM-DD) for this
+        worker: True for the first replica to ask, False for every other (it skips the night)."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "INSERT INTO nightly_runs (job, tenant, day, worker_id, started_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (job, tenant, day, worker_id, now_iso()),
+            )
+            return cursor.rowcount == 1
+
     def forget_dropped_answer(self, turn_id: str, telemetry_turn_id: str) -> bool:
         """After a worker's answer to ``turn_id`` was dropped: when the turn is gone (its thread
         was forgotten while it was answered), erases what that answer left, its telemetry and

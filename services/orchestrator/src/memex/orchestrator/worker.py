@@ -8,7 +8,7 @@ turn in hand back to pending, so nothing is lost.
 
 Beside the loop it runs the learning loop once a night (``reflect_at``, docs/reflect.md) for the
 default tenant, unless ``reflect_nightly`` is off or the reasoner is remote and
-``reflect_remote`` is not set.
+``reflect_remote`` is not set. Of several worker replicas on one database, one runs it a night.
 
 It runs as a process of the stack (`memex up` starts it, the supervisor restarts it): a small gRPC
 server on loopback reports health SERVING while the loop runs, and its metrics are served on
@@ -182,7 +182,8 @@ async def nightly_reflect(
     orchestrator: Orchestrator, settings: OrchestratorSettings, stopping: asyncio.Event
 ) -> None:
     """Runs reflect at ``reflect_at`` each night until ``stopping``; a failed run is logged and
-    the next night tries again. Returns at once when the settings leave it off."""
+    the next night tries again. Of several worker replicas on one database, the first to claim
+    the night runs it (``claim_nightly``). Returns at once when the settings leave it off."""
     local = orchestrator.pipeline.sensitivity.local
     if not settings.reflect_nightly or orchestrator.reflector is None:
         log.info("nightly reflect is off (MEMEX_ORCHESTRATOR_REFLECT_NIGHTLY)")
@@ -200,6 +201,16 @@ async def nightly_reflect(
         if stopping.is_set():
             return
         request_id_var.set("nightly-reflect")
+        day = dt.datetime.now().astimezone().date().isoformat()
+        if not await asyncio.to_thread(
+            orchestrator.store.claim_nightly,
+            "reflect",
+            settings.default_tenant,
+            day,
+            settings.worker_id,
+        ):
+            log.info("nightly reflect of %s: another worker runs it", day)
+            continue
         try:
             # Sensitive notes feed it only where ask would show them to this reasoner.
             report = await orchestrator.reflector.reflect(

@@ -249,3 +249,15 @@ CREATE INDEX evidence_by_reply ON evidence (reply_turn_id);
 -- Issue 37: a queued question may be asked as of a day, like an ask or a chat message; the day is
 -- kept with the user turn, since the worker answers later. Turns queued before read '' (now).
 ALTER TABLE turns ADD COLUMN as_of TEXT NOT NULL DEFAULT '';
+
+-- migration 10
+-- Issue 37: a nightly job's run for a tenant and day, claimed by the first worker replica that
+-- starts it (``TurnQueue.claim_nightly``), so N workers make one reflect run a night, not N.
+CREATE TABLE nightly_runs (
+  job         TEXT NOT NULL,
+  tenant      TEXT NOT NULL,
+  day         TEXT NOT NULL,
+  worker_id   TEXT NOT NULL,
+  started_at  TEXT NOT NULL,
+  PRIMARY KEY (job, tenant, day)
+);
