@@ -1,6 +1,7 @@
 """The web chat page in a real Chromium against the real stack (gateway, orchestrator, retrieval,
 embedding, the default llama.cpp model) over the demo vault: a streamed answer, a queued turn
-answered by the chat worker, citations and the note they open.
+answered by the chat worker (killed while it thinks, restarted, and followed on the thread's
+event stream), citations and the note they open.
 
 The model is tiny (SmolLM2-135M): what it says varies, and streamed chat rarely cites anything.
 So the test asserts structure: text arriving in several pieces over time, the stream's end,
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -68,6 +70,17 @@ def gateway_url(memex_cli: list[str], stack_env: dict[str, str]) -> str:
     return f"http://127.0.0.1:{stack_env['MEMEX_GATEWAY_PORT']}"
 
 
+def worker_pid(stack_env: dict[str, str]) -> int:
+    state = json.loads(Path(stack_env["MEMEX_DATA_DIR"], "run", "stack.json").read_text())
+    return int(state["services"]["worker"]["pid"])
+
+
+def restarts(memex_cli: list[str], stack_env: dict[str, str]) -> int:
+    """How many times the supervisor has restarted the chat worker."""
+    status = json.loads(memex(memex_cli, stack_env, "status", "--json"))
+    return int(status["services"]["worker"]["restarts"])
+
+
 def take_screenshot(page: Page, name: str) -> None:
     """A screenshot always (it proves the page renders); kept in docs/img only on request."""
     image = page.screenshot()
@@ -103,7 +116,9 @@ def check_served(gateway_url: str) -> None:
     assert note_page.status_code == 200 and note_page.text == index.text
 
 
-def test_web_chat_streams_queues_and_opens_cited_notes(gateway_url: str, page: Page) -> None:
+def test_web_chat_streams_queues_and_opens_cited_notes(
+    gateway_url: str, page: Page, memex_cli: list[str], stack_env: dict[str, str]
+) -> None:
     check_served(gateway_url)
     page.goto(gateway_url)
     expect(page.get_by_role("heading", name="memex")).to_be_visible()
@@ -125,18 +140,28 @@ def test_web_chat_streams_queues_and_opens_cited_notes(gateway_url: str, page: P
     # The conversation is listed, and replays from the sidebar.
     expect(page.locator("#conversations li")).to_have_count(1)
 
-    # Queued: pending → thinking → answered, then the worker's reply with its citations.
+    # Queued: pending → thinking → answered, then the worker's reply with its citations. The
+    # worker is killed while the turn is thinking: the supervisor restarts it, it takes the turn
+    # back, and the page, following the thread's event stream (not polling), shows the answer.
     page.get_by_role("radio", name="Queue").check()
     page.evaluate("window.states = []")
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     ask(page, QUEUE_QUESTION)
     question = page.locator(".message.user").last
+    expect(question).to_have_attribute("data-state", "thinking", timeout=60_000)
+    os.kill(worker_pid(stack_env), signal.SIGKILL)
     expect(question).to_have_attribute(
-        "data-state", re.compile("^(answered|error)$"), timeout=(ANSWER_SECONDS + 60) * 1000
+        "data-state", re.compile("^(answered|error)$"), timeout=(2 * ANSWER_SECONDS + 60) * 1000
     )
     expect(question.get_by_role("alert")).to_have_count(0)
     states: list[str] = page.evaluate("window.states")
     assert states[-1] == "answered" and "thinking" in states, states
     assert states.index("thinking") > (states.index("pending") if "pending" in states else -1)
+    assert any(re.search(r"/v1/threads/[^/]+/events", url) for url in requested), requested
+    assert not [u for u in requested if re.search(r"/v1/turns/[^/?]+$", u)], "it polled"
+    assert worker_pid(stack_env) and restarts(memex_cli, stack_env) == 1
+    expect(page.locator(".message.assistant")).to_have_count(2)  # answered once
     reply = page.locator(".message.assistant").last
     expect(reply.locator(".text")).not_to_be_empty()
     queued_citations = check_citations(reply)
