@@ -67,7 +67,8 @@ async def test_a_chat_streams_meta_deltas_citations_done_and_is_stored(tmp_path:
     assert conversation.title == "What about the deposit we agreed with Dana last winter,"
     assert [(m.role, m.text) for m in messages] == [
         ("user", "What about the deposit we agreed with Dana last winter, again?"),
-        ("assistant", "Dana keeps the deposit: £800."),
+        # the reply cited nothing itself: the source it was attributed to is written after it
+        ("assistant", "Dana keeps the deposit: £800. [[Flat lease]]"),
     ]
     assert messages[1].citations[0]["episode_id"] == "ep-deposit"
     [row] = o.store.query("SELECT kind, conversation_id FROM telemetry_turns")

@@ -272,3 +272,28 @@ def test_a_sentence_that_fills_a_slot_of_an_earlier_ones_template_is_cut() -> No
         "How do I build it?",
     )
     assert "`go install`" in reading.answer
+
+
+def test_a_sentence_left_when_the_one_with_its_number_is_cut_still_shows_a_citation() -> None:
+    question = "Which flag clones a repo without its history?"
+    reading = read(
+        "Pass `--depth 1` to clone without history. Then pass `--shallow` to be sure [1].",
+        SOURCES,
+        question,
+    )
+    assert reading.answer == (
+        "Pass `--depth 1` to clone without history. [[clone-a-repo-just-for-the-files]]"
+    )
+
+
+def test_an_uncited_answer_shows_the_source_each_sentence_was_attributed_to() -> None:
+    reading = read(
+        "Identifiers are cut at 63 bytes. Clone with `--depth 1` to skip the history.",
+        SOURCES,
+        "How long can a name be, and how do I clone without history?",
+    )
+    assert reading.attributed
+    assert reading.answer == (
+        "Identifiers are cut at 63 bytes. [[max-identifier-length]] Clone with `--depth 1` to "
+        "skip the history. [[clone-a-repo-just-for-the-files]]"
+    )

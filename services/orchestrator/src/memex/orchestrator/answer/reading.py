@@ -128,6 +128,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
                 best[source.number] = (graded, source)
     declined = declines(text)
     attributed = False
+    attributed_to: list[tuple[Claim, int]] = []
     if not best and not declined:
         for claim in claims:
             held_by = [
@@ -141,6 +142,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
             # A claim that names a note ("as agreed in the Flat Deposit Agreement") cites it in
             # words: among the sources that hold the claim, that note's come first.
             graded, source = max(held_by, key=lambda g: (_names(claim.text, g[1]), g[0].cover))
+            attributed_to.append((claim, source.number))
             if source.number not in best:
                 best[source.number] = (graded, source)
                 order.append(source.number)
@@ -168,7 +170,7 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
         text,
     )
     return Reading(
-        answer=rewrite(text, sources),
+        answer=rewrite(numbered(text, attributed_to) if attributed else text, sources),
         citations=citations,
         report=GroundingReport(
             cited=cited,
@@ -195,6 +197,25 @@ def read(text: str, sources: Sequence[Source], question: str = "", said: str = "
         raw=raw,
         to_type=to_type,
     )
+
+
+def numbered(text: str, attributed: Sequence[tuple[Claim, int]]) -> str:
+    """``text`` with the number of the source each uncited sentence was attributed to written
+    after it, as the model should have ("Ruby 3.4 added `it`. [1]"), so the answer shows its
+    citations where they stand; one number after a run of sentences of one source, and none
+    inside a code block (it would become code)."""
+    marks: list[tuple[int, int]] = []
+    for at, (claim, number) in enumerate(attributed):
+        if at + 1 < len(attributed) and attributed[at + 1][1] == number:
+            continue  # the next sentence's number vouches for this one too
+        end = claim.span[1]
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        if text[:end].count("```") % 2 == 0:
+            marks.append((end, number))
+    for end, number in sorted(marks, reverse=True):
+        text = f"{text[:end]} [{number}]{text[end:]}"
+    return text
 
 
 def read_reply(
