@@ -7,7 +7,7 @@ import contextlib
 import errno
 import sqlite3
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -42,14 +42,12 @@ def orchestrator(
     )
 
 
-def fail_first_ask(
-    o: Orchestrator, error: Exception, cause: BaseException | None = None
-) -> dict[str, int]:
-    """Makes the orchestrator's first ask raise ``error`` (from ``cause``), later ones answer;
-    returns the count of asks made."""
-    original, calls = o.asker.ask, {"n": 0}
+def hold_asks(o: Orchestrator, before: Callable[[], Awaitable[None]]) -> None:
+    """Makes each ask of ``o`` await ``before()`` first (which may raise, or never return),
+    then answer as it would have."""
+    original = o.asker.ask
 
-    async def first_fails(
+    async def held(
         tenant: str,
         question: str,
         persona_name: str = "",
@@ -58,14 +56,27 @@ def fail_first_ask(
         include_sensitive: bool = False,
         as_of: str = "",
     ) -> AskResult:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise error from cause
+        await before()
         return await original(
             tenant, question, persona_name, limit, include_sensitive=include_sensitive, as_of=as_of
         )
 
-    o.asker.ask = first_fails  # type: ignore[method-assign]
+    o.asker.ask = held  # type: ignore[method-assign]
+
+
+def fail_first_ask(
+    o: Orchestrator, error: Exception, cause: BaseException | None = None
+) -> dict[str, int]:
+    """Makes the orchestrator's first ask raise ``error`` (from ``cause``), later ones answer;
+    returns the count of asks made."""
+    calls = {"n": 0}
+
+    async def first_fails() -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise error from cause
+
+    hold_asks(o, first_fails)
     return calls
 
 
@@ -343,20 +354,12 @@ async def test_a_worker_stopped_mid_answer_puts_the_turn_back_to_pending(
     turn = await o.create_turn("me", "", "How much was the deposit?", include_sensitive=True)
     thinking = asyncio.Event()
 
-    async def slow(
-        tenant: str,
-        question: str,
-        persona_name: str = "",
-        limit: int = 0,
-        *,
-        include_sensitive: bool = False,
-        as_of: str = "",
-    ) -> AskResult:
+    async def slow() -> None:
         thinking.set()
         await asyncio.sleep(3600)
         raise AssertionError("never reached")
 
-    o.asker.ask = slow  # type: ignore[method-assign]
+    hold_asks(o, slow)
     worker = ChatWorker(o, o.settings)
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(thinking.wait(), 10)
@@ -407,24 +410,13 @@ async def test_a_thread_forgotten_while_its_turn_is_answered_keeps_nothing_of_th
     o = orchestrator(tmp_path, model, state)
     question = "How much was the deposit on the flat?"
     turn = await o.create_turn("me", "", question, include_sensitive=True)
-    thinking, release, original = asyncio.Event(), asyncio.Event(), o.asker.ask
+    thinking, release = asyncio.Event(), asyncio.Event()
 
-    async def held(
-        tenant: str,
-        question: str,
-        persona_name: str = "",
-        limit: int = 0,
-        *,
-        include_sensitive: bool = False,
-        as_of: str = "",
-    ) -> AskResult:
+    async def until_released() -> None:
         thinking.set()
         await release.wait()
-        return await original(
-            tenant, question, persona_name, limit, include_sensitive=include_sensitive, as_of=as_of
-        )
 
-    o.asker.ask = held  # type: ignore[method-assign]
+    hold_asks(o, until_released)
     worker = ChatWorker(o, o.settings)
     lost = (
         REGISTRY.get_sample_value("memex_orchestrator_worker_turns_total", {"outcome": "lost"}) or 0
