@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -30,12 +29,6 @@ log = logging.getLogger(__name__)
 
 STABLE_AFTER_SECONDS = 60.0  # a service up this long has its restart backoff reset
 STOP_GRACE_SECONDS = 15.0
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -185,15 +178,18 @@ class Supervisor:
         if child.log_file is None:
             child.log_file = open(settings.log_dir / f"{child.spec.name}.log", "ab")  # noqa: SIM115, ASYNC230
         env = {**os.environ, **child.spec.env, "PYTHONUNBUFFERED": "1"}
+        # The child dies with the supervisor (memex.shared.supervised asks for that itself: a
+        # preexec_fn here would fork, and run gRPC's fork handlers in the child).
         child.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
+            "memex.shared.supervised",
+            str(os.getpid()),
             child.spec.module,
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=child.log_file,
             stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
         )
         child.started_at = time.monotonic()
         child.status = "STARTING"
