@@ -386,19 +386,27 @@ def _traces(o: Orchestrator, turn_id: str, question: str) -> tuple[int, int, lis
     return asked, bundles, prompts
 
 
+FORGOTTEN_QUESTION = "How much was the deposit on the flat?"
+
+
+async def queued(tmp_path: Path, state: Path | str) -> tuple[Orchestrator, Turn]:
+    """An orchestrator with one queued turn asking ``FORGOTTEN_QUESTION``, not yet answered."""
+    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
+    o = orchestrator(tmp_path, model, state)
+    turn = await o.create_turn("me", "", FORGOTTEN_QUESTION, include_sensitive=True)
+    return o, turn
+
+
 async def test_forgetting_a_thread_erases_what_answering_its_turns_left(
     tmp_path: Path, state: Path | str
 ) -> None:
-    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
-    o = orchestrator(tmp_path, model, state)
-    question = "How much was the deposit on the flat?"
-    turn = await o.create_turn("me", "", question, include_sensitive=True)
+    o, turn = await queued(tmp_path, state)
     await run_until(ChatWorker(o, o.settings), 1)
-    asked, bundles, prompts = _traces(o, turn.id, question)
-    assert asked == 1 and bundles == 1 and prompts and all(question in p for p in prompts)
+    asked, bundles, prompts = _traces(o, turn.id, FORGOTTEN_QUESTION)
+    assert asked == 1 and bundles == 1 and prompts and all(FORGOTTEN_QUESTION in p for p in prompts)
 
     await o.delete_thread("me", turn.thread_id)
-    asked, bundles, prompts = _traces(o, turn.id, question)
+    asked, bundles, prompts = _traces(o, turn.id, FORGOTTEN_QUESTION)
     assert (asked, bundles) == (0, 0)
     assert prompts and set(prompts) == {FORGOTTEN_THREAD}  # the calls were made: rows stay
 
@@ -406,10 +414,7 @@ async def test_forgetting_a_thread_erases_what_answering_its_turns_left(
 async def test_a_thread_forgotten_while_its_turn_is_answered_keeps_nothing_of_the_answer(
     tmp_path: Path, state: Path | str
 ) -> None:
-    model = ScriptedReasoner({PLAN: ['{"steps": []}'], ANSWER: [REPLY]})
-    o = orchestrator(tmp_path, model, state)
-    question = "How much was the deposit on the flat?"
-    turn = await o.create_turn("me", "", question, include_sensitive=True)
+    o, turn = await queued(tmp_path, state)
     thinking, release = asyncio.Event(), asyncio.Event()
 
     async def until_released() -> None:
@@ -436,6 +441,6 @@ async def test_a_thread_forgotten_while_its_turn_is_answered_keeps_nothing_of_th
     await asyncio.wait_for(task, 10)
 
     assert worker.answered == 0
-    asked, bundles, prompts = _traces(o, turn.id, question)
+    asked, bundles, prompts = _traces(o, turn.id, FORGOTTEN_QUESTION)
     assert (asked, bundles) == (0, 0)
     assert prompts and set(prompts) == {FORGOTTEN_THREAD}

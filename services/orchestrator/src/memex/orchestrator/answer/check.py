@@ -197,16 +197,17 @@ _OPENING_WORD = re.compile(r"[\w']+")
 
 
 def _fills_template(claim: Claim, words: set[str], before: Claim, earlier: set[str]) -> bool:
-    def opening(text: str) -> list[str]:
-        return [w.casefold() for w in _OPENING_WORD.findall(text)[:_TEMPLATE_OPENING]]
-
     own = {text for _, text in specifics(claim.text)} - {t for _, t in specifics(before.text)}
     return (
         len(words & earlier) >= _TEMPLATE_SHARED
         and len(words - earlier) <= 1
         and not own
-        and opening(claim.text) == opening(before.text)
+        and _opening(claim.text) == _opening(before.text)
     )
+
+
+def _opening(text: str) -> list[str]:
+    return [word.casefold() for word in _OPENING_WORD.findall(text)[:_TEMPLATE_OPENING]]
 
 
 def _part_of(claim: str, parts: Sequence[str]) -> str:

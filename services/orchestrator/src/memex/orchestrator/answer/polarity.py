@@ -12,6 +12,7 @@ vault's words.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -70,10 +71,12 @@ class Stance:
     about: frozenset[str]
 
 
-def stances(text: str) -> list[Stance]:
+@functools.lru_cache(maxsize=512)
+def stances(text: str) -> tuple[Stance, ...]:
     """Each "auxiliary (not) verb" of ``text``, with its polarity and the content terms of the
     words that follow it. An auxiliary followed by no verb ("it is the default", "yes, you
-    can.") states nothing here."""
+    can.") states nothing here. Cached: the claim check reads every cited excerpt once per
+    sentence and per round, and an excerpt is shown in ask after ask."""
     words = _WORD.findall(_EMPHASIS.sub("", text.casefold().replace("\u2019", "'")))
     found: list[Stance] = []
     for at, word in enumerate(words):
@@ -94,7 +97,7 @@ def stances(text: str) -> list[Stance]:
         stop = next((i for i, w in enumerate(following) if w in _STOPS), len(following))
         about = frozenset(terms(" ".join(following[:stop])))
         found.append(Stance(family, verb[0], negated, about))
-    return found
+    return tuple(found)
 
 
 def contradicts(sentence: str, notes: Iterable[str]) -> bool:
