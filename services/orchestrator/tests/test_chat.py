@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
+from memex.orchestrator.conversations import FORGOTTEN_CONVERSATION
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
@@ -290,3 +291,22 @@ async def test_a_reply_the_claim_check_cuts_whole_says_so_instead_of_nothing(
     assert "[[Flat lease]]" in said
     [stored] = o.store.query("SELECT text FROM messages WHERE role = 'assistant'")
     assert stored["text"] == said
+
+
+async def test_deleting_a_conversation_erases_its_model_calls_text(tmp_path: Path) -> None:
+    model = ScriptedReasoner({CHAT: REPLY})
+    o = make_orchestrator(tmp_path, model, FakeMemory(NOTES))
+    events = await collect(o.chatter, "", "What about the deposit we agreed with Dana?")
+    kept = await collect(o.chatter, "", "And the deposit again, in another conversation?")
+    [first, other] = [e.conversation_id for e in (events[0], kept[0]) if isinstance(e, Meta)]
+
+    o.store.delete_conversation("me", first)
+
+    rows = o.store.query("SELECT conversation_id, prompt, response FROM llm_log")
+    erased = [r for r in rows if r["conversation_id"] == first]
+    assert erased and all(
+        (r["prompt"], r["response"]) == (FORGOTTEN_CONVERSATION, FORGOTTEN_CONVERSATION)
+        for r in erased
+    )  # the calls were made: their rows stay, their text goes
+    [left] = [r for r in rows if r["conversation_id"] == other]
+    assert "another conversation" in left["prompt"] and "Dana keeps" in left["response"]

@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.conversations import FORGOTTEN_CONVERSATION
 from memex.orchestrator.items import Citation
 from memex.orchestrator.state import migrations
 from memex.orchestrator.store import ERASED, OrchestratorStore
@@ -63,6 +64,40 @@ def test_conversations_survive_a_restart_and_forget_removes_everything(state: Pa
     with pytest.raises(NotFound):
         reopened.get_conversation("me", conversation)
     reopened.close()
+
+
+def test_deleting_a_conversation_erases_the_text_of_its_model_calls(
+    store: OrchestratorStore,
+) -> None:
+    conversation = store.create_conversation("me", "jars", "friend")
+    other = store.create_conversation("me", "boiler", "friend")
+    calls = {
+        name: store.log_call_started(
+            request_id="r",
+            purpose="chat",
+            model="m",
+            persona="p",
+            prompt=f"about {name}",
+            tenant=tenant,
+            conversation_id=conversation_id,
+        )
+        for name, tenant, conversation_id in [
+            ("jars", "me", conversation),
+            ("boiler", "me", other),
+            ("an ask", "me", ""),
+            ("bob's", "bob", conversation),  # another tenant's row is never touched
+        ]
+    }
+
+    store.delete_conversation("me", conversation)
+
+    prompts = {r["id"]: r["prompt"] for r in store.query("SELECT id, prompt FROM llm_log")}
+    assert prompts == {
+        calls["jars"]: FORGOTTEN_CONVERSATION,
+        calls["boiler"]: "about boiler",
+        calls["an ask"]: "about an ask",
+        calls["bob's"]: "about bob's",
+    }
 
 
 def test_tenants_are_kept_apart(store: OrchestratorStore) -> None:

@@ -56,6 +56,13 @@ tenant_var: contextvars.ContextVar[str] = contextvars.ContextVar("memex_tenant",
 finds only that tenant's calls. Each flow that calls the model (ask, chat) sets it first, as
 ``request_id_var`` is set per request."""
 
+conversation_var: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "memex_conversation", default=""
+)
+"""The chat conversation a model call answers in, kept in its LLM log row so that deleting the
+conversation erases the call's text (``ConversationStore.delete_conversation``). Chat sets it
+once the conversation is known; every other flow leaves it empty."""
+
 
 def _render(messages: Sequence[ChatMessage]) -> str:
     return "\n\n".join(f"[{m.role}]\n{m.content}" for m in messages)
@@ -86,6 +93,7 @@ class AuditedReasoner:
                 self._store.log_call_started,
                 request_id=request_id_var.get(),
                 tenant=tenant_var.get(),
+                conversation_id=conversation_var.get(),
                 purpose=purpose,
                 model=self.model,
                 persona=persona,

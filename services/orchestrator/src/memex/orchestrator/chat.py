@@ -21,7 +21,7 @@ from memex.orchestrator import as_of as as_of_day
 from memex.orchestrator import conflicts
 from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask_stages import abstention
-from memex.orchestrator.audit import tenant_var
+from memex.orchestrator.audit import conversation_var, tenant_var
 from memex.orchestrator.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversations import ConversationStore
@@ -128,6 +128,7 @@ class Chatter:
             conversation_id = await asyncio.to_thread(
                 store.create_conversation, tenant, conversation_title(message), persona.name
             )
+        conversation_var.set(conversation_id)  # its model calls go when the conversation does
         await asyncio.to_thread(store.add_message, tenant, conversation_id, "user", message)
         yield Meta(conversation_id, p.generator.model, persona.name, day.isoformat() if day else "")
 

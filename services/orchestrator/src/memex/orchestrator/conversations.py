@@ -125,10 +125,21 @@ class ConversationStore(Database):
         return messages[-count:] if count else []
 
     def delete_conversation(self, tenant: str, conversation_id: str) -> None:
-        """Forgets a conversation: its messages and the telemetry linked to it go too."""
+        """Forgets a conversation: its messages and the telemetry linked to it go too, and the
+        prompt and response of each model call made for it are erased (the log row stays: that
+        a call was made is the audit's)."""
         with self._tx() as db:
             self._conversation_row(db, tenant, conversation_id)
             db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+            db.execute(
+                "UPDATE llm_log SET prompt = ?, response = ? "
+                "WHERE conversation_id = ? AND tenant = ?",
+                (FORGOTTEN_CONVERSATION, FORGOTTEN_CONVERSATION, conversation_id, tenant),
+            )
+
+
+# What deleting a conversation leaves in the LLM log rows of its model calls.
+FORGOTTEN_CONVERSATION = "[erased: its conversation was forgotten]"
 
 
 def _conversation(row: Row) -> Conversation:

@@ -137,16 +137,28 @@ class TelemetryStore(Database):
         persona: str,
         prompt: str,
         tenant: str = "",
+        conversation_id: str = "",
     ) -> str:
         """Writes the audit row before a model call; raises if it cannot (fail closed).
-        ``tenant`` is whose request the call serves ("" when unknown)."""
+        ``tenant`` is whose request the call serves ("" when unknown); ``conversation_id`` the
+        chat conversation it answers in ("" for any other call), so that deleting the
+        conversation erases its text."""
         call_id = new_id()
         with self._tx() as db:
             db.execute(
-                "INSERT INTO llm_log "
-                "(id, request_id, purpose, model, persona, prompt, created_at, tenant) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (call_id, request_id, purpose, model, persona, prompt, now_iso(), tenant),
+                "INSERT INTO llm_log (id, request_id, purpose, model, persona, prompt, "
+                "created_at, tenant, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    call_id,
+                    request_id,
+                    purpose,
+                    model,
+                    persona,
+                    prompt,
+                    now_iso(),
+                    tenant,
+                    conversation_id,
+                ),
             )
         return call_id
 

@@ -261,3 +261,9 @@ CREATE TABLE nightly_runs (
   started_at  TEXT NOT NULL,
   PRIMARY KEY (job, tenant, day)
 );
+
+-- migration 11
+-- Issue 37: the chat conversation a model call served ('' for an ask, a queued turn, reflect), so
+-- that deleting a conversation erases its calls' text as deleting a thread erases its turns'.
+ALTER TABLE llm_log ADD COLUMN conversation_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX llm_log_by_conversation ON llm_log (conversation_id);
