@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from memex.orchestrator.items import ShownItem
+
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner
 
 
@@ -83,3 +85,52 @@ async def test_an_ask_whose_main_claim_is_unsupported_abstains_naming_the_closes
     result = await o.asker.ask("me", "How big is the deposit?", include_sensitive=True)
     assert result.abstained and result.abstain_reason == "unsupported"
     assert "[[Flat lease]]" in result.answer and "£950" not in result.answer
+
+
+FRIENDS = [
+    ShownItem(
+        item_id="n1",
+        episode_id="ep-dinner",
+        ref="[[2026-03-02]]",
+        title="2026-03-02",
+        text="Marta + Jonas over for dinner, made the lentil soup.",
+    ),
+    ShownItem(
+        item_id="n2",
+        episode_id="ep-ines",
+        ref="[[Ines Carvalho]]",
+        title="Ines Carvalho",
+        kind="chunk",
+        attributes={"aliases": ["Nessa"]},
+        text="Met at the climbing gym. Partner: Jonas.",
+    ),
+    ShownItem(
+        item_id="n3",
+        episode_id="ep-team",
+        ref="[[Team]]",
+        title="Team",
+        text="Jonas Berg joined the team in May.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "reply", "abstains"),
+    [
+        # The neighbour's first name, read as a surname: no note writes "Jonas Marta".
+        ("What's Jonas's last name?", ["Jonas's last name is Marta [1]."], True),
+        ("What is the surname of Jonas?", ["It is Marta [1]."], True),
+        # Written after the first name in a note it cites.
+        ("What's Jonas's last name?", ["Jonas's last name is Berg [3]."], False),
+        # The last word of the title of the note the person is also called by.
+        ("What's Nessa's surname?", ["Nessa's surname is Carvalho [2]."], False),
+    ],
+)
+async def test_a_surname_is_given_only_where_a_note_writes_it(
+    tmp_path: Path, question: str, reply: list[str], abstains: bool
+) -> None:
+    o = make_orchestrator(tmp_path, reasoner(reply), FakeMemory(FRIENDS))
+    result = await o.asker.ask("me", question)
+    assert result.abstained is abstains
+    if abstains:
+        assert result.abstain_reason == "unsupported"

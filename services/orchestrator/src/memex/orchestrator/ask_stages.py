@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from memex.orchestrator.answer.grading import SUPPORTED_AT
-from memex.orchestrator.answer.judging import cited_notes, informative, on_topic
+from memex.orchestrator.answer.judging import cited_notes, informative, on_topic, writes_surname
 from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.asked_kind import asked_kind, gives_kind
 from memex.orchestrator.audit import AuditedReasoner
@@ -120,6 +120,8 @@ def abstain_reason(
         return "unsupported"
     if not on_topic(question, reading, sources):
         return "off_topic"  # its sources say nothing of what was asked
+    if not writes_surname(question, reading, sources):
+        return "unsupported"  # a neighbour's first name given as the person's surname
     if not informative(question, reading):
         return "uninformative"  # it restates the question and answers nothing
     kind = asked_kind(question)

@@ -65,7 +65,11 @@ def on_topic(question: str, reading: Reading, sources: Sequence[Source]) -> bool
     in a form a person types (``typed_names``: "go.work", `--force`) needs a cited note that
     writes one of them."""
     cited = [s for s in sources if s.item.item_id in {c.item_id for c in reading.citations}]
-    seen = {term for s in cited for term in terms(f"{s.item.title} {s.excerpt} {s.item.path}")}
+    seen = {
+        term
+        for s in cited
+        for term in terms(f"{s.item.title} {' '.join(s.also_called)} {s.excerpt} {s.item.path}")
+    }
     mentioned = {term for text in cited_notes(reading, sources) for term in terms(text)}
     named = names(question)
     if named and not any(len(name) <= 2 or _mentions(name, mentioned) for name in named):
@@ -120,6 +124,49 @@ def cited_notes(reading: Reading, sources: Sequence[Source]) -> list[str]:
         for s in sources
         if s in cited or s.item.episode_id in notes
     ]
+
+
+# "What's Dev's last name?", "What is the surname of Ana?", "Dev's family name?": the name whose
+# surname is asked (group 1 or 2).
+_SURNAME_ASKED = re.compile(
+    r"\b([A-Z][\w-]+)(?:'s|\u2019s)\s+(?:last|family|sur)\s?name\b"
+    r"|\b(?:last|family|sur)\s?name\s+of\s+([A-Z][\w-]+)",
+)
+
+
+def writes_surname(question: str, reading: Reading, sources: Sequence[Source]) -> bool:
+    """Whether a cited note writes the surname the answer gives as the asked person's: after
+    the first name ("Dev Okafor"), or as the last word of the title of a note that is called by
+    it ("Siobhan Delorme", also called Shiv). A note that names the person and someone else
+    side by side ("Shiv + Dev for dinner") holds no surname of theirs: the small model reads
+    the neighbour's name as one. True for any other question."""
+    match = _SURNAME_ASKED.search(question)
+    if not match:
+        return True
+    person = (match.group(1) or match.group(2)).casefold()
+    asked = {word.casefold() for word in _CAPITALISED_WORD.findall(question)}
+    given = {
+        word.casefold()
+        for claim in reading.claims
+        for word in _CAPITALISED_WORD.findall(claim)
+        if word.casefold() not in asked
+    }
+    ids = {c.item_id for c in reading.citations}
+    for source in sources:
+        if source.item.item_id not in ids:
+            continue
+        called = [source.item.title, *source.also_called]
+        title_words = source.item.title.casefold().split()
+        if (
+            any(person in name.casefold().split() for name in called)
+            and title_words[-1:]
+            and (title_words[-1] in given)
+        ):
+            return True
+        written = " ".join(source.item.text.split()).casefold()
+        if any(f"{person} {surname}" in written for surname in given):
+            return True
+    return False
 
 
 # The least share of a question's topical terms that the cited notes of a bare answer (a value
