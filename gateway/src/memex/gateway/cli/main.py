@@ -24,6 +24,7 @@ from memex.gateway.cli import (
     records_commands,
     retrieval_commands,
     stack_commands,
+    turn_commands,
 )
 from memex.gateway.stack import StackSettings
 from memex.shared.settings import describe_invalid
@@ -103,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     convs.set_defaults(run=ask_commands.conversations)
 
+    turn_commands.add_parsers(commands)
     forget_command.add_parser(commands)
     evidence_command.add_parser(commands)
     retrieval_commands.add_parsers(commands)
