@@ -7,18 +7,28 @@ on a gRPC health port (the supervisor probes it like the chat worker's) while Po
 SIGTERM stops PostgreSQL with a fast shutdown; if PostgreSQL dies, so does this process, and the
 supervisor restarts both. As root, PostgreSQL runs as ``nobody`` (it refuses root), so its folder
 must be one ``nobody`` can reach (the stack puts it under /var/lib/memex then).
+
+PostgreSQL dies with this process (``PR_SET_PDEATHSIG``, as the supervisor's children do,
+``memex.shared.supervised``), asked for by the child itself, not in a ``preexec_fn``: a
+``preexec_fn``, or ``user=`` (a change of user between fork and exec), makes Python fork where it
+would vfork, and a fork runs gRPC's fork handlers in the child while this process's health server
+runs. So ``postgres`` starts through this module's ``exec`` form (``python -m
+memex.orchestrator.postgres_server exec PARENT_PID USER -- postgres ...``), spawned with neither:
+it changes to USER (as root), then asks for the signal (a change of user clears it; an exec keeps
+it), then execs ``postgres``, which keeps the launcher's pid.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import itertools
 import logging
+import os
+import pwd
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -31,6 +41,7 @@ from memex.shared.logs import configure_logging
 from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir, owner
 from memex.shared.server import EngineSlot, GrpcService
 from memex.shared.settings import ServiceSettings, describe_invalid
+from memex.shared.supervised import die_with_parent
 
 log = logging.getLogger(__name__)
 READY_SECONDS = 60.0
@@ -46,9 +57,28 @@ class PostgresServerSettings(ServiceSettings):
     health_port: int = Field(50058, ge=0, le=65535, description="This launcher's gRPC health.")
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def server_launch(cluster: Cluster) -> list[str]:
+    """The command that runs the cluster's ``postgres`` as this process's child that dies with
+    it, as ``owner()`` (the module's ``exec`` form; see the module's docstring)."""
+    here = [sys.executable, "-m", "memex.orchestrator.postgres_server", "exec", str(os.getpid())]
+    return [*here, owner() or "", "--", *cluster.server_command()]
+
+
+def exec_as_child(argv: Sequence[str]) -> None:
+    """``PARENT_PID USER -- PROGRAM [ARGS...]``: becomes USER (when one is named), asks for
+    SIGTERM when PARENT_PID dies (after the change of user, which would clear it), and execs
+    PROGRAM in this process. Exits with a message on a malformed command line."""
+    if len(argv) < 4 or not argv[0].isdigit() or argv[2] != "--":
+        sys.exit("usage: python -m memex.orchestrator.postgres_server exec PARENT_PID USER -- "
+                 "PROGRAM [ARGS...]")  # fmt: skip
+    parent, user, command = int(argv[0]), argv[1], list(argv[3:])
+    if user:
+        account = pwd.getpwnam(user)
+        os.initgroups(user, account.pw_gid)
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
+    die_with_parent(parent)
+    os.execv(command[0], command)
 
 
 @contextlib.asynccontextmanager
@@ -69,11 +99,9 @@ async def running_cluster(settings: PostgresServerSettings) -> AsyncIterator[Clu
     if not cluster.initialised():
         log.info("creating the PostgreSQL cluster in %s", cluster.data)
         await asyncio.to_thread(cluster.init)
+    # Neither a preexec_fn nor user= here: either would make Python fork (module docstring).
     server = await asyncio.create_subprocess_exec(
-        *cluster.server_command(),
-        user=owner(),
-        stdin=asyncio.subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,
+        *server_launch(cluster), stdin=asyncio.subprocess.DEVNULL
     )
     try:
         await _until_ready(cluster, server)
@@ -147,7 +175,10 @@ async def _serve(settings: PostgresServerSettings) -> None:
 
 
 def main() -> None:
-    """Parses settings, runs until SIGTERM."""
+    """Parses settings, runs until SIGTERM; or, as ``exec ...``, becomes the server (above)."""
+    if sys.argv[1:2] == ["exec"]:
+        exec_as_child(sys.argv[2:])
+        return
     try:
         settings = PostgresServerSettings()
     except ValidationError as exc:
