@@ -92,6 +92,7 @@ class Queue(orchestrator_pb2_grpc.OrchestratorServiceServicer):
                 id=f"t-{len(self.turns) + 1}", thread_id=question.thread_id,
                 role=pb.MESSAGE_ROLE_ASSISTANT, text=f"About {question.text}: £1,030.",
                 citations=CITATIONS, state=pb.TURN_STATE_ANSWERED, created_at=STAMP,
+                reply_to=question.id,
             )  # fmt: skip
             self._put(answer)
             yield pb.WatchThreadResponse(turn=answered)

@@ -88,6 +88,7 @@ async def test_watch_sends_the_thread_then_each_change_as_a_worker_answers(
                 ("assistant", "answered", False),
             ]
             assert answered[1].turn.text.startswith("The deposit is £800 [[Flat lease]].")
+            assert answered[1].turn.reply_to == answered[0].turn.id  # the answer names its question
 
             # Deleting the thread ends the watch.
             await served.delete_thread("me", turn.thread_id)

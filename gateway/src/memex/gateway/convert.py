@@ -87,6 +87,7 @@ def turn(t: opb.Turn) -> Turn:
         created_at=t.created_at,
         withheld=t.withheld,
         as_of=t.as_of,
+        reply_to=t.reply_to,
     )
 
 

@@ -858,6 +858,7 @@ class Turn(_message.Message):
     CREATED_AT_FIELD_NUMBER: _builtins.int
     WITHHELD_FIELD_NUMBER: _builtins.int
     AS_OF_FIELD_NUMBER: _builtins.int
+    REPLY_TO_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     thread_id: _builtins.str
     role: Global___MessageRole.ValueType
@@ -875,6 +876,8 @@ class Turn(_message.Message):
     """A user turn's CreateTurnRequest.as_of: the day whose memory its answer reads; empty for the
     memory as it is when the worker answers.
     """
+    reply_to: _builtins.str
+    """An assistant turn's question (the user turn it answers); empty for a user turn."""
     @_builtins.property
     def citations(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.Citation]: ...
     def __init__(
@@ -890,10 +893,11 @@ class Turn(_message.Message):
         created_at: _builtins.str = ...,
         withheld: _builtins.bool = ...,
         as_of: _builtins.str = ...,
+        reply_to: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id", "withheld", b"withheld"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of", "citations", b"citations", "created_at", b"created_at", "error", b"error", "id", b"id", "reply_to", b"reply_to", "role", b"role", "state", b"state", "text", b"text", "thread_id", b"thread_id", "withheld", b"withheld"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -14,7 +14,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -109,32 +109,21 @@ def _as_json(turn: pb.Turn | None) -> dict[str, Any] | None:
 
 @dataclass
 class Following:
-    """What following one queued turn has seen: the thread's turns in order, by id."""
+    """What following one queued turn has seen: the question as it changes, and its answer
+    (the assistant turn whose ``reply_to`` names it)."""
 
     question: pb.Turn
-    turns: dict[str, pb.Turn] = field(default_factory=dict)
-    # Answers already in the thread when the question was seen answered: not its answer.
-    earlier: set[str] | None = None
     answer: pb.Turn | None = None
     deleted: bool = False
 
     def see(self, turn: pb.Turn) -> str | None:
         """Takes one turn of the watch; returns the question's new state when it changed."""
-        self.turns[turn.id] = turn  # a dict keeps first-seen order: the thread's order
         if turn.id == self.question.id:
             changed = turn.state != self.question.state
             self.question = turn
-            if turn.state == pb.TURN_STATE_ANSWERED and self.earlier is None:
-                self.earlier = {t.id for t in self.turns.values() if _is_answer(t)}
             return _state(turn) if changed else None
-        if self.earlier is not None and self.answer is None and _is_answer(turn):
-            # The answer and the answered state are written in one transaction, so the answer
-            # is the first one after the question that was not there before it was answered
-            # (the proto names no reply_to; the web chat pairs them the same way).
-            ids = list(self.turns)
-            after = ids.index(self.question.id) < ids.index(turn.id)
-            if after and turn.id not in self.earlier:
-                self.answer = turn
+        if _is_answer(turn) and turn.reply_to == self.question.id:
+            self.answer = turn
         return None
 
     @property

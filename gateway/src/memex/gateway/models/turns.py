@@ -30,6 +30,7 @@ class Turn(BaseModel):
     as_of: str = Field(
         "", description='A question\'s day whose memory its answer reads; "" for now.'
     )
+    reply_to: str = Field("", description='An answer\'s question (its turn id); "" for a question.')
 
 
 class Thread(BaseModel):

@@ -105,6 +105,7 @@ def turn_pb(t: Turn) -> pb.Turn:
         created_at=t.created_at,
         withheld=t.withheld,
         as_of=t.as_of,
+        reply_to=t.reply_to,
     )
 
 
