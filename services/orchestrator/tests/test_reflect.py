@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.beliefs import graded
+from memex.orchestrator.beliefs import Evidence, earlier, from_record, graded
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note, Record, ShownItem
 from memex.orchestrator.persona import load_personas
@@ -255,3 +255,59 @@ def test_the_nightly_run_waits_for_its_time() -> None:
     assert seconds_until("03:30", now) == 1800
     assert seconds_until("03:00", now) == 24 * 3600  # the run that just ended does not repeat
     assert seconds_until("02:00", now) == 23 * 3600
+
+
+async def test_a_later_run_contests_an_earlier_belief_a_newer_note_disagrees_with(
+    tmp_path: Path,
+) -> None:
+    """Night one makes a belief from the August note; night two reads November's note, is
+    shown the belief, and quotes the note against it: contested, confirmation kept."""
+    memory = BeliefStore(items=[], notes=NOTES[:2])
+    reasoner = ScriptedReasoner({KEY: reply(MORNINGS)})
+    o = build(tmp_path, reasoner, memory)
+    async with serving(o) as stub:
+        [made] = (await stub.Reflect(pb.ReflectRequest())).beliefs
+        assert "Earlier conclusions" not in reasoner.calls[-1].messages[1].content
+        await stub.ReviewBelief(
+            pb.ReviewBeliefRequest(id=made.id, verdict=pb.BELIEF_VERDICT_CONFIRM)
+        )
+        memory.notes = list(NOTES)
+        late = "the evening run today felt easier than any morning run this year"
+        reasoner.replies[KEY] = [json.dumps({
+            "beliefs": [],
+            "contradicts": [
+                {"belief": 1, "note": 3, "quote": late},  # November's note (notes oldest first)
+                {"belief": 1, "note": 1, "quote": "Morning runs feel easier than evening ones."},
+                {"belief": 1, "note": 3, "quote": "I stopped running in the evenings"},  # not in it
+                {"belief": 7, "note": 3, "quote": late},  # a belief it was not shown
+            ],
+        })]  # fmt: skip
+        r = await stub.Reflect(pb.ReflectRequest())
+        call = reasoner.calls[-1]
+        assert "Earlier conclusions" in call.messages[0].content
+        assert f"B1. {MORNINGS['statement']}" in call.messages[1].content
+        assert r.contested_earlier == 1
+        [contested] = r.beliefs
+        assert (contested.id, contested.status, contested.confirmed) == (made.id, "contested", True)
+        assert contested.confidence <= 0.5
+        assert [(e.episode_id, e.quote) for e in contested.contradicted_by] == [
+            ("ep-late", late)
+        ]  # the older note and the invented quote say nothing against it
+        assert memory.saved[made.id].fields["status"] == "contested"
+        # Contested, it is not asked about again.
+        reasoner.replies[KEY] = reply()
+        again = await stub.Reflect(pb.ReflectRequest())
+        assert again.contested_earlier == 0
+        assert "Earlier conclusions" not in reasoner.calls[-1].messages[1].content
+
+
+def test_a_belief_is_asked_about_only_by_newer_notes_sharing_its_words() -> None:
+    morning = replace(
+        from_record(Record("beliefs", "x", {"derived_by": "reflect"}, "beliefs:x")),
+        statement=MORNINGS["statement"],
+        evidence=(Evidence("ep-run1", "Long run", "2026-08-23", "Morning runs feel", "verbatim"),),
+    )
+    secret = replace(morning, id="y", sensitive=True)
+    assert earlier([morning, secret], NOTES[2:3], 600) == [morning]  # never a sensitive one
+    assert earlier([morning], NOTES[:1], 600) == []  # its own note is not newer
+    assert earlier([morning], NOTES[1:2], 600) == []  # newer, but about a race, not mornings

@@ -114,6 +114,9 @@ class ReflectReport(BaseModel):
         0, description="Dropped: states a specific none of the notes it quotes holds."
     )
     dropped_rejected: int = Field(description="Dropped: rejected before on the same evidence.")
+    contested_earlier: int = Field(
+        0, description="Earlier beliefs a newer note disagreed with: now contested (in beliefs)."
+    )
     unreadable: int = Field(description="Model replies that were not JSON.")
     beliefs: list[Belief] = Field(description="Made or updated by this run.")
     quotes: int = Field(description="Their supporting quotes.")
@@ -130,6 +133,7 @@ class ReflectReport(BaseModel):
             dropped_unquoted=r.dropped_unquoted,
             dropped_unsupported=r.dropped_unsupported,
             dropped_rejected=r.dropped_rejected,
+            contested_earlier=r.contested_earlier,
             unreadable=r.unreadable,
             beliefs=[Belief.from_proto(b) for b in r.beliefs],
             quotes=r.quotes,

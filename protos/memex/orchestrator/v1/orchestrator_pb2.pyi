@@ -2345,6 +2345,7 @@ class ReflectResponse(_message.Message):
     SECONDS_FIELD_NUMBER: _builtins.int
     UNREADABLE_FIELD_NUMBER: _builtins.int
     DROPPED_UNSUPPORTED_FIELD_NUMBER: _builtins.int
+    CONTESTED_EARLIER_FIELD_NUMBER: _builtins.int
     episodes_read: _builtins.int
     """Notes sent to the model, and sensitive notes held back from it."""
     episodes_withheld: _builtins.int
@@ -2363,6 +2364,8 @@ class ReflectResponse(_message.Message):
     """Dropped: the statement states a specific (a figure, a date, a name, a command) that none
     of the notes it quotes holds, as the claim check drops such a sentence from an answer.
     """
+    contested_earlier: _builtins.int
+    """Earlier beliefs this run found a newer note disagreeing with (now contested; in beliefs)."""
     @_builtins.property
     def beliefs(self) -> _containers.RepeatedCompositeFieldContainer[Global___Belief]:
         """The beliefs this run made or updated."""
@@ -2382,10 +2385,11 @@ class ReflectResponse(_message.Message):
         seconds: _builtins.float = ...,
         unreadable: _builtins.int = ...,
         dropped_unsupported: _builtins.int = ...,
+        contested_earlier: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["beliefs", b"beliefs", "dropped_rejected", b"dropped_rejected", "dropped_unquoted", b"dropped_unquoted", "dropped_unsupported", b"dropped_unsupported", "episodes_read", b"episodes_read", "episodes_withheld", b"episodes_withheld", "model_calls", b"model_calls", "proposed", b"proposed", "quotes", b"quotes", "quotes_verbatim", b"quotes_verbatim", "seconds", b"seconds", "unreadable", b"unreadable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["beliefs", b"beliefs", "contested_earlier", b"contested_earlier", "dropped_rejected", b"dropped_rejected", "dropped_unquoted", b"dropped_unquoted", "dropped_unsupported", b"dropped_unsupported", "episodes_read", b"episodes_read", "episodes_withheld", b"episodes_withheld", "model_calls", b"model_calls", "proposed", b"proposed", "quotes", b"quotes", "quotes_verbatim", b"quotes_verbatim", "seconds", b"seconds", "unreadable", b"unreadable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

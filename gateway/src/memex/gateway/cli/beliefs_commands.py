@@ -124,6 +124,8 @@ def run_reflect(args: argparse.Namespace, settings: StackSettings) -> int:
         f"{report.dropped_unsupported} stating what their notes do not, "
         f"{report.dropped_rejected} rejected before; quotes verbatim {verbatim}"
     )
+    if report.contested_earlier:
+        print(f"{report.contested_earlier} earlier beliefs contested by newer notes")
     for belief in report.beliefs:
         print()
         print(_show(belief))

@@ -16,12 +16,13 @@ a conclusion like it resting on no evidence beyond its evidence is not made agai
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from memex.orchestrator.citations import grade
-from memex.orchestrator.items import Record, Support
+from memex.orchestrator.items import Note, Record, Support
 from memex.orchestrator.lexical import coverage, segments, squash, terms
 
 COLLECTION = "beliefs"
@@ -31,6 +32,8 @@ STATUSES: tuple[Status, ...] = ("active", "contested", "rejected")
 CLOSE = 0.75  # share of a paraphrase's content words that one sentence of its note must hold
 MIN_TERMS = 3  # content words a quote needs to show anything
 SAME_STATEMENT = 0.8  # Jaccard of content terms above which two statements say the same
+MAX_EARLIER = 5  # earlier beliefs one reflect call is shown, to say which its notes disagree with
+MIN_SHARED = 2  # content words an earlier belief shares with a call's notes to be shown to it
 
 
 @dataclass(frozen=True)
@@ -211,3 +214,85 @@ def merged(old: Belief, new: Belief) -> Belief:
         confidence=max(old.confidence, new.confidence) if status == "active" else new.confidence,
         sensitive=old.sensitive or new.sensitive,
     )
+
+
+def quotes(raw: object, notes: Sequence[Note]) -> tuple[Evidence, ...]:
+    """The model's quotes (``{"note": N, "quote": ...}``, N counting ``notes`` from 1) that name
+    a note it was shown and hold up against it (``graded``), as evidence."""
+    kept: dict[tuple[str, str], Evidence] = {}
+    for entry in raw if isinstance(raw, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        number, quote = entry.get("note"), entry.get("quote")
+        if not isinstance(number, int) or not isinstance(quote, str):
+            continue
+        if not 1 <= number <= len(notes):
+            continue  # a note it was not shown: dropped, as an ungrounded citation is
+        note = notes[number - 1]
+        support = graded(quote, note.text)
+        if support is not None:
+            quote = " ".join(quote.split())
+            kept.setdefault(
+                (note.episode_id, quote.casefold()),
+                Evidence(note.episode_id, note.title, note.date, quote, support),
+            )
+    return tuple(kept.values())
+
+
+def _newest(evidence: Sequence[Evidence]) -> str:
+    return max((e.date for e in evidence), default="")
+
+
+def earlier(beliefs: Sequence[Belief], notes: Sequence[Note], note_chars: int) -> list[Belief]:
+    """The beliefs a call over ``notes`` is asked about: derived, active, not sensitive (a call
+    may go to a remote reasoner), resting only on notes older than the newest of them, and
+    sharing at least ``MIN_SHARED`` content words with their text; the ``MAX_EARLIER`` sharing
+    most. A note a belief rests on says nothing against it, and an older one cannot contest it
+    (``beliefs.contested``)."""
+    newest = max((n.date for n in notes), default="")
+    words = set(terms(" ".join(n.text[:note_chars] for n in notes)))
+    candidates = {
+        x.id: x
+        for x in beliefs
+        if x.derived
+        and x.status == "active"
+        and not x.sensitive
+        and x.evidence
+        and _newest(x.evidence) < newest
+    }.values()
+    shared = [(len(statement_terms(x.statement) & words), x) for x in candidates]
+    ranked = sorted(shared, key=lambda pair: pair[0], reverse=True)  # stable: ties keep order
+    return [x for n, x in ranked if n >= MIN_SHARED][:MAX_EARLIER]
+
+
+def against(
+    text: str, notes: Sequence[Note], shown: Sequence[Belief]
+) -> list[tuple[Belief, Evidence]]:
+    """The quotes of a reply's ``contradicts`` that hold against their note (graded as any
+    quote, ``beliefs.graded``) and come from a note newer than every one the earlier belief
+    they name rests on: each with that belief."""
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
+        return []
+    entries = value.get("contradicts") if isinstance(value, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("belief"), int):
+            continue
+        if not 1 <= entry["belief"] <= len(shown):
+            continue  # a conclusion it was not shown
+        belief = shown[entry["belief"] - 1]
+        for quote in quotes([entry], notes):
+            if quote.date > _newest(belief.evidence):
+                found.append((belief, quote))
+    return found
+
+
+def contest(belief: Belief, quotes: Sequence[Evidence]) -> Belief:
+    """``belief`` with newer notes' ``quotes`` against it: contested, its confidence capped as
+    a contested conclusion's, the person's confirmation kept."""
+    updated = merged(belief, replace(belief, contradicted_by=tuple(quotes)))
+    if updated.status == "contested":
+        updated = replace(updated, confidence=min(updated.confidence, 0.5))
+    return updated

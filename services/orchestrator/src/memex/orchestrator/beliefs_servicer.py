@@ -80,6 +80,7 @@ class BeliefsServicer:
             quotes_verbatim=r.quotes_verbatim,
             seconds=r.seconds,
             unreadable=r.unreadable,
+            contested_earlier=r.contested_earlier,
         )
 
     async def ListBeliefs(

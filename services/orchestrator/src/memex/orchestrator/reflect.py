@@ -8,8 +8,11 @@ note that disagrees. Each quote is graded against its note (``beliefs.graded``, 
 conclusion without one verbatim or close quote is dropped, and so is one that states a specific
 none of the notes it quotes holds (the claim check of an answer, ``unheld``), or one the person
 rejected on the same evidence; the rest are written as beliefs records through retrieval,
-contested when a newer note disagrees. Only notes feed it: the assistant's replies are never
-memory (SPEC B11), and the beliefs collection itself is not read back as evidence.
+contested when a newer note disagrees. Each call is also shown the earlier beliefs its notes may
+speak to (``earlier``: those resting on older notes that share most words with them), and a
+quote of a newer note against one, graded as any quote is, makes it contested (``against``).
+Only notes feed it: the assistant's replies are never memory (SPEC B11), and the beliefs
+collection itself is not read back as evidence.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ matters to them. Write each conclusion as one short sentence. Back each one with
 word for word from the notes, naming the note by its number. When a note says otherwise, quote it
 under contradicted_by. Only conclusions the notes show; fewer is better than a guess.
 Reply with JSON only."""
+EARLIER_INSTRUCTIONS = """
+Earlier conclusions follow the notes, numbered B1, B2, ...: when a note says otherwise than one of
+them, quote that note under contradicts, naming the conclusion by its number. Leave contradicts
+empty when no note does."""
 
 _QUOTES = {
     "type": "array",
@@ -57,6 +64,19 @@ _QUOTES = {
             "quote": {"type": "string", "maxLength": 200},
         },
         "required": ["note", "quote"],
+    },
+}
+_CONTRADICTS = {
+    "type": "array",
+    "maxItems": 3,
+    "items": {
+        "type": "object",
+        "properties": {
+            "belief": {"type": "integer"},
+            "note": {"type": "integer"},
+            "quote": {"type": "string", "maxLength": 200},
+        },
+        "required": ["belief", "note", "quote"],
     },
 }
 SCHEMA = {
@@ -79,6 +99,12 @@ SCHEMA = {
     },
     "required": ["beliefs"],
 }
+# A call shown earlier beliefs answers for them too.
+SCHEMA_WITH_EARLIER = {
+    **SCHEMA,
+    "properties": {**SCHEMA["properties"], "contradicts": _CONTRADICTS},  # type: ignore[dict-item]
+    "required": ["beliefs", "contradicts"],
+}
 
 
 @dataclass
@@ -92,6 +118,7 @@ class ReflectReport:
     dropped_unquoted: int = 0
     dropped_unsupported: int = 0
     dropped_rejected: int = 0
+    contested_earlier: int = 0
     unreadable: int = 0
     beliefs: list[b.Belief] = field(default_factory=list)
     seconds: float = 0.0
@@ -123,35 +150,18 @@ def batches(notes: Sequence[Note], budget: int, note_chars: int) -> list[list[No
     return groups
 
 
-def prompt(notes: Sequence[Note], note_chars: int) -> str:
-    """The notes as the model reads them: numbered, dated and titled."""
+def prompt(notes: Sequence[Note], note_chars: int, earlier: Sequence[b.Belief] = ()) -> str:
+    """The notes as the model reads them: numbered, dated and titled; then the earlier beliefs
+    it is asked about, numbered B1, B2, ..."""
     blocks = [
         f"[{n}] {note.date} {note.title}\n{note.text[:note_chars].strip()}"
         for n, note in enumerate(notes, start=1)
     ]
-    return "Notes:\n\n" + "\n\n".join(blocks)
-
-
-def _quotes(raw: object, notes: Sequence[Note]) -> tuple[b.Evidence, ...]:
-    """The model's quotes that name a note it was shown and hold up against it."""
-    kept: dict[tuple[str, str], b.Evidence] = {}
-    for entry in raw if isinstance(raw, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        number, quote = entry.get("note"), entry.get("quote")
-        if not isinstance(number, int) or not isinstance(quote, str):
-            continue
-        if not 1 <= number <= len(notes):
-            continue  # a note it was not shown: dropped, as an ungrounded citation is
-        note = notes[number - 1]
-        support = b.graded(quote, note.text)
-        if support is not None:
-            quote = " ".join(quote.split())
-            kept.setdefault(
-                (note.episode_id, quote.casefold()),
-                b.Evidence(note.episode_id, note.title, note.date, quote, support),
-            )
-    return tuple(kept.values())
+    text = "Notes:\n\n" + "\n\n".join(blocks)
+    if earlier:
+        listed = "\n".join(f"B{n}. {x.statement}" for n, x in enumerate(earlier, start=1))
+        text += f"\n\nEarlier conclusions:\n{listed}"
+    return text
 
 
 def unheld(belief: b.Belief, notes: Sequence[Note]) -> list[str]:
@@ -183,8 +193,8 @@ def read_reply(text: str, notes: Sequence[Note], model: str, today: str) -> list
         statement = " ".join(str(entry.get("statement") or "").split())
         if not statement:
             continue
-        evidence = _quotes(entry.get("evidence"), notes)
-        against = _quotes(entry.get("contradicted_by"), notes)
+        evidence = b.quotes(entry.get("evidence"), notes)
+        against = b.quotes(entry.get("contradicted_by"), notes)
         raw = entry.get("confidence")
         confidence = float(raw) if isinstance(raw, int | float) else 0.5
         confidence = min(max(confidence / 100 if confidence > 1 else confidence, 0.0), 1.0)
@@ -278,7 +288,8 @@ class Reflector:
         today = dt.date.today().isoformat()
         made: dict[str, b.Belief] = {}
         for group in batches(notes, s.reflect_batch_chars, s.reflect_note_chars):
-            reply = await self._ask(group)
+            asked_about = b.earlier([*known.values(), *made.values()], group, s.reflect_note_chars)
+            reply = await self._ask(group, asked_about)
             report.model_calls += 1
             found = read_reply(reply, group, self._reasoner.model, today)
             if found is None:
@@ -299,6 +310,17 @@ class Reflector:
                     belief = b.merged(old, belief) if old is not None and old.derived else belief
                     made[belief.id] = belief
                     write.append(belief)
+            quoted: dict[str, list[b.Evidence]] = {}
+            for belief, quote in b.against(reply, group, asked_about):
+                quoted.setdefault(belief.id, []).append(quote)
+            for belief in asked_about:
+                if belief.id in quoted:
+                    current = made.get(belief.id) or belief
+                    contested = b.contest(current, quoted[belief.id])
+                    if contested.status == "contested" and current.status != "contested":
+                        report.contested_earlier += 1
+                    made[belief.id] = contested
+                    write.append(contested)
             if write:  # written as each call ends: a run cut short keeps what it made
                 await self._memory.upsert_records(tenant, [x.record() for x in write])
         report.beliefs = list(made.values())
@@ -312,18 +334,19 @@ class Reflector:
         )
         return report
 
-    async def _ask(self, notes: Sequence[Note]) -> str:
+    async def _ask(self, notes: Sequence[Note], shown: Sequence[b.Belief]) -> str:
         s = self._settings
         secret = [Sensitive(marker(n.episode_id, ""), (n.text,)) for n in notes if n.sensitive]
+        schema = SCHEMA_WITH_EARLIER if shown else SCHEMA
         return await self._reasoner.complete(
             purpose=PURPOSE,
             persona=PURPOSE,
             messages=[
-                ChatMessage("system", INSTRUCTIONS),
-                ChatMessage("user", prompt(notes, s.reflect_note_chars)),
+                ChatMessage("system", INSTRUCTIONS + (EARLIER_INSTRUCTIONS if shown else "")),
+                ChatMessage("user", prompt(notes, s.reflect_note_chars, shown)),
             ],
             options=GenerateOptions(
-                max_tokens=s.reflect_max_tokens, temperature=0.0, json_schema=json.dumps(SCHEMA)
+                max_tokens=s.reflect_max_tokens, temperature=0.0, json_schema=json.dumps(schema)
             ),
             sensitive_texts=secret,
         )
