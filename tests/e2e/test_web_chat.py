@@ -7,6 +7,10 @@ The model is tiny (SmolLM2-135M): what it says varies, and streamed chat rarely 
 So the test asserts structure: text arriving in several pieces over time, the stream's end,
 citations rendered with support labels whenever the answer has some (queued turns go through
 ask, whose structured output usually cites), and the cited note opening from its link.
+
+Forgetting queued threads (issue 37) runs on the shared demo stack: a followed turn whose thread
+is deleted elsewhere says so instead of failing, and a thread forgotten from the sidebar is gone
+from it and from the API.
 """
 
 from __future__ import annotations
@@ -16,14 +20,18 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Dialog, Locator, Page, expect
 
 from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.testing import REPO_ROOT, require
+
+from .conftest import DemoStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -107,7 +115,7 @@ def check_served(gateway_url: str) -> None:
     index = httpx.get(gateway_url, timeout=30)
     assert index.status_code == 200 and "text/html" in index.headers["content-type"]
     texts = [index.text]
-    for asset in ("app.js", "api.js", "render.js", "note.js", "style.css"):
+    for asset in ("app.js", "api.js", "render.js", "note.js", "beliefs.js", "style.css"):
         response = httpx.get(f"{gateway_url}/static/{asset}", timeout=30)
         assert response.status_code == 200, asset
         texts.append(response.text)
@@ -191,6 +199,87 @@ def test_web_chat_streams_queues_and_opens_cited_notes(
     assert note["title"] == title and note["text"]
     missing = httpx.get(f"{gateway_url}/v1/notes/no-such-note", timeout=30)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+
+
+class Patient(httpx.Client):
+    """A keyless HTTP client that waits out the gateway's per-caller rate limit: every keyless
+    call of the suite on the shared stack draws on one bucket."""
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        for _ in range(30):
+            response = super().send(request, **kwargs)
+            if response.status_code != 429:
+                break
+            time.sleep(float(response.headers.get("Retry-After", "1")))
+        return response
+
+
+def open_as_owner(page: Page, stack: DemoStack, name: str) -> None:
+    """Opens the page with an API key of its own (`memex keys create NAME --sensitive`, saved
+    where the page keeps it), so the page's calls have a rate-limit bucket of their own."""
+    made = stack.memex("keys", "create", name, "--sensitive")
+    assert made.returncode == 0, made.stderr
+    key = json.dumps(made.stdout.strip())
+    page.add_init_script(f"localStorage.setItem('memex.apiKey', {key})")
+    page.goto(stack.gateway_url)
+
+
+def queue(page: Page, text: str) -> tuple[Locator, str]:
+    """Queues a question and waits until its thread's event stream is open: the question and
+    its thread's id."""
+    with page.expect_response(re.compile(r"/v1/threads/[^/]+/events$")) as opened:
+        ask(page, text)
+    assert opened.value.ok, (opened.value.status, opened.value.text())
+    thread_id = opened.value.url.split("/v1/threads/")[1].split("/")[0]
+    return page.locator(".message.user").last, thread_id
+
+
+def thread_ids(http: httpx.Client) -> set[str]:
+    return {t["id"] for t in http.get("/v1/threads", params={"limit": 200}).json()["threads"]}
+
+
+def test_a_forgotten_thread_leaves_the_page_and_the_api(demo_stack: DemoStack, page: Page) -> None:
+    http = Patient(base_url=demo_stack.gateway_url, timeout=60)
+    polls: list[str] = []
+    page.on(
+        "request", lambda r: polls.append(r.url) if re.search(r"/v1/turns/[^/?]+$", r.url) else None
+    )
+    open_as_owner(page, demo_stack, "web-threads")
+    page.get_by_role("radio", name="Queue").check()
+
+    # Forgotten elsewhere (another tab, the CLI) while the page follows its turn: the thread's
+    # event stream says `deleted`, and the question says so, with no NOT_FOUND from polling.
+    question, thread_id = queue(page, QUEUE_QUESTION)
+    assert http.delete(f"/v1/threads/{thread_id}").status_code == 200
+    expect(question).to_have_attribute("data-state", "forgotten", timeout=30_000)
+    expect(question.get_by_role("status").last).to_have_text("This thread was forgotten.")
+    expect(question.locator(".turn-state")).to_have_text("forgotten")
+    expect(page.locator(f'#threads li[data-id="{thread_id}"]')).to_have_count(0)
+    page.wait_for_timeout(1500)  # a poll would have begun by now (POLL_MS: 1 s)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    assert not polls, polls
+
+    # Forgotten from the sidebar: the next question starts a new thread (the old one is gone),
+    # listed with its own Forget button; forgetting it (confirmed) clears the open log and the
+    # list.
+    question, thread_id = queue(page, "What did Ron ring me about?")
+    entry = page.locator(f'#threads li[data-id="{thread_id}"]')
+    expect(entry).to_have_count(1)
+    asked: list[str] = []
+
+    def accept(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    entry.get_by_role("button", name="Forget this thread").click()
+    expect(entry).to_have_count(0)
+    assert asked and "Forget" in asked[0]
+    expect(page.locator("#log .message")).to_have_count(0)
+    expect(page.locator("#chat-title")).to_have_text("New conversation")
+    expect(page.get_by_role("alert")).to_have_count(0)
+    assert thread_id not in thread_ids(http)
+    assert http.get(f"/v1/threads/{thread_id}/turns").status_code == 404
 
 
 SCRIPTED_TEXT = "Graham agreed to give back £1,030 of the £1,150: £120 went on the carpet."

@@ -193,7 +193,10 @@ class Api:
             else:
                 route.fulfill(json={"turn": self.turn(state)})
         elif path == "/v1/threads/th1/turns":
-            reply = {**self.turn("answered"), "id": "t2", "role": "assistant", "text": "Plot 23B."}
+            reply = {
+                **self.turn("answered"),
+                **{"id": "t2", "role": "assistant", "text": "Plot 23B.", "reply_to": "t1"},
+            }
             route.fulfill(json={"turns": [self.turn("answered"), reply]})
         else:
             route.fulfill(status=404, json={"error": {"code": "NOT_FOUND", "message": path}})

@@ -1,7 +1,7 @@
 // The web chat: streamed chat (POST /v1/chat, SSE) and queued turns (POST /v1/turns, followed on
 // the thread's event stream, polled when that fails), either with "As of" set for a reply from
 // the memory as it stood at the end of that day (docs/as-of.md), with the conversation and
-// thread lists in the sidebar.
+// thread lists in the sidebar, and the beliefs view (beliefs.js) a sidebar button opens.
 
 import {
   ApiError,
@@ -23,9 +23,11 @@ import {
   renderCitations,
   renderError,
   renderEvidenceLink,
+  renderForgotten,
   renderMeta,
   renderTurnState,
 } from "./render.js";
+import { closeBeliefs, showBeliefs } from "./beliefs.js";
 import { closeNote, noteIdFromLocation, showNote } from "./note.js";
 
 const POLL_MS = 1000;
@@ -202,7 +204,8 @@ async function queueTurn(text, day) {
 }
 
 // Follows a queued turn until it is answered or fails, as the thread's event stream pushes its
-// changes (issue 37). If the stream cannot be opened or breaks off first, polls instead.
+// changes (issue 37). If the stream cannot be opened or breaks off first, polls instead. A thread
+// forgotten meanwhile (here, in another tab, with `memex forget`) is said on the question.
 async function followTurn(question, turn) {
   const controller = new AbortController();
   state.watches.add(controller);
@@ -212,15 +215,21 @@ async function followTurn(question, turn) {
       if (event === "turn" && data.turn.id === turn.id && (await settle(question, data.turn))) {
         return;
       }
-      if (event === "deleted" || event === "error") break;
+      if (event === "deleted") {
+        threadForgotten(question, turn.thread_id);
+        return;
+      }
+      if (event === "error") break;
     }
   } catch (err) {
     if (err.name === "AbortError") return; // closed on purpose (clearLog)
+    // Any other failure (a 404 included: a gateway without the route, or a thread forgotten
+    // before the stream opened) falls back to polling, which tells the two apart.
   } finally {
     controller.abort();
     state.watches.delete(controller);
   }
-  if (question.isConnected) pollTurn(question, turn.id);
+  if (question.isConnected) pollTurn(question, turn.id, turn.thread_id);
 }
 
 // Shows a turn's state; true once it is final (answered, with its reply shown, or failed).
@@ -241,7 +250,7 @@ async function settle(question, turn) {
 const TRANSIENT = new Set([0, 429, 502, 503, 504]);
 const MAX_TRANSIENT_FAILURES = 6;
 
-async function pollTurn(question, turnId) {
+async function pollTurn(question, turnId, threadId) {
   let delay = POLL_MS;
   let failures = 0;
   for (;;) {
@@ -253,6 +262,10 @@ async function pollTurn(question, turnId) {
       delay = POLL_MS;
       failures = 0;
     } catch (err) {
+      if (isGone(err)) {
+        threadForgotten(question, threadId);
+        return;
+      }
       failures += 1;
       const transient = err instanceof ApiError && TRANSIENT.has(err.status);
       if (transient && failures < MAX_TRANSIENT_FAILURES) {
@@ -266,11 +279,22 @@ async function pollTurn(question, turnId) {
   }
 }
 
+// A turn that was queued here and now answers 404 was forgotten with its thread.
+function isGone(err) {
+  return err instanceof ApiError && err.status === 404;
+}
+
+/** Marks a followed question's thread forgotten; the next message starts a new thread. */
+function threadForgotten(question, threadId) {
+  if (question.isConnected) renderForgotten(question);
+  if (state.threadId === threadId) state.threadId = "";
+  refreshSidebar();
+}
+
 async function showReply(question, turn) {
   try {
     const { turns } = await getAsOwner(`/v1/threads/${encodeURIComponent(turn.thread_id)}/turns`);
-    const at = turns.findIndex((t) => t.id === turn.id);
-    const reply = turns.slice(at + 1).find((t) => t.role === "assistant");
+    const reply = turns.find((t) => t.role === "assistant" && t.reply_to === turn.id);
     if (!reply) throw new ApiError(0, "NOT_FOUND", "the answer was not found in the thread");
     const item = messageItem("assistant", reply.text, { state: "done", turnId: reply.id });
     question.after(item);
@@ -288,6 +312,7 @@ async function showReply(question, turn) {
 async function openConversation(id) {
   closeSidebarOnNarrow();
   closeNote();
+  closeBeliefs();
   state.mode = "stream";
   setMode("stream");
   try {
@@ -315,6 +340,7 @@ async function openConversation(id) {
 async function openThread(id, title) {
   closeSidebarOnNarrow();
   closeNote();
+  closeBeliefs();
   setMode("queue");
   try {
     const { turns } = await getAsOwner(`/v1/threads/${encodeURIComponent(id)}/turns`);
@@ -350,34 +376,59 @@ async function forgetConversation(id) {
   refreshSidebar();
 }
 
+async function forgetThread(id) {
+  if (!confirm("Forget this queued thread, its questions and answers?")) return;
+  const open = state.threadId === id; // its followed turn may say "forgotten" first
+  try {
+    await remove(`/v1/threads/${encodeURIComponent(id)}`);
+    if (open) newConversation();
+  } catch (err) {
+    showSidebarError(err);
+  }
+  refreshSidebar();
+}
+
 function historyEntry(kind, id, title, when, open) {
+  const titleId = `${kind}-title-${id}`;
   const button = el(
     "button",
     { type: "button", class: "open", dataset: { id } },
-    el("span", { class: "title" }, title || "(untitled)"),
+    el("span", { class: "title", id: titleId }, title || "(untitled)"),
     el("time", { datetime: when || "" }, when ? new Date(when).toLocaleString() : ""),
   );
   button.addEventListener("click", open);
-  const item = el("li", { dataset: { kind, id } }, button);
-  if (kind === "conversation") {
-    const forget = el(
-      "button",
-      { type: "button", class: "forget", "aria-label": `Forget “${title}”`, title: "Forget" },
-      "×",
-    );
-    forget.addEventListener("click", () => forgetConversation(id));
-    item.append(forget);
-  }
-  return item;
+  // A thread's title is its first question: named by it, its × would share the entry's name.
+  const label = kind === "conversation" ? `Forget “${title}”` : "Forget this thread";
+  const forget = el(
+    "button",
+    {
+      type: "button",
+      class: "forget",
+      "aria-label": label,
+      "aria-describedby": titleId,
+      title: "Forget",
+    },
+    "×",
+  );
+  forget.addEventListener("click", () =>
+    kind === "conversation" ? forgetConversation(id) : forgetThread(id),
+  );
+  return el("li", { dataset: { kind, id } }, button, forget);
 }
 
+// Refreshes overlap (a turn queued, then its thread forgotten): the latest one's lists are shown,
+// never an earlier one's that happened to answer last.
+let sidebarReads = 0;
+
 async function refreshSidebar() {
+  const read = ++sidebarReads;
   $("sidebar-error").hidden = true;
   try {
     const [{ conversations }, { threads }] = await Promise.all([
       getJson("/v1/conversations?limit=50"),
       getJson("/v1/threads"),
     ]);
+    if (read !== sidebarReads) return;
     $("conversations").replaceChildren(
       ...(conversations || []).map((c) =>
         historyEntry("conversation", c.id, c.title, c.updated_at || c.created_at, () =>
@@ -396,7 +447,7 @@ async function refreshSidebar() {
       (threads || []).find((t) => t.id === state.threadId);
     if (current && current.title) $("chat-title").textContent = current.title;
   } catch (err) {
-    showSidebarError(err);
+    if (read === sidebarReads) showSidebarError(err);
   }
 }
 
@@ -436,6 +487,7 @@ function setMode(mode) {
 
 function newConversation() {
   closeNote();
+  closeBeliefs();
   state.conversationId = "";
   state.threadId = "";
   clearLog("New conversation");
@@ -469,6 +521,11 @@ function init() {
   const local = new Date(Date.now() - new Date().getTimezoneOffset() * 60_000);
   $("as-of").max = local.toISOString().slice(0, 10);
   $("new-chat").addEventListener("click", newConversation);
+  $("open-beliefs").addEventListener("click", () => {
+    closeSidebarOnNarrow();
+    closeNote();
+    showBeliefs();
+  });
   for (const radio of document.querySelectorAll('input[name="mode"]')) {
     radio.addEventListener("change", () => {
       // Streamed conversations and queued threads are separate histories: start afresh.

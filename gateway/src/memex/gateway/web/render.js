@@ -109,13 +109,29 @@ export function messageItem(role, text = "", extra = {}) {
   return item;
 }
 
+/** An error line: its code in bold, then what went wrong (an alert). */
+export function errorLine(code, text) {
+  return el("p", { class: "error", role: "alert" }, el("strong", {}, code || "ERROR"), ` ${text}`);
+}
+
 /** Shows an error inside a message (or as its own entry) with its code. */
 export function renderError(message, code, text) {
   message.querySelector(".error")?.remove();
   message.dataset.state = "error";
-  message.querySelector(".bubble").append(
-    el("p", { class: "error", role: "alert" }, el("strong", {}, code || "ERROR"), ` ${text}`),
-  );
+  message.querySelector(".bubble").append(errorLine(code, text));
+}
+
+/**
+ * Marks a queued question whose thread was forgotten (here, in another tab, from the CLI) while
+ * it was followed: not an error, so a status, not an alert.
+ */
+export function renderForgotten(message) {
+  renderTurnState(message, "forgotten");
+  message.querySelector(".error")?.remove();
+  message.querySelector(".forgotten")?.remove();
+  message
+    .querySelector(".bubble")
+    .append(el("p", { class: "forgotten", role: "status" }, "This thread was forgotten."));
 }
 
 /** Marks an answer given from the memory as of a day (docs/as-of.md) beside its "memex". */
@@ -137,7 +153,7 @@ export function renderMeta(message, parts) {
   line.textContent = parts.filter(Boolean).join(" · ");
 }
 
-/** The state badge of a queued user turn: pending → thinking → answered | error. */
+/** The state badge of a queued user turn: pending → thinking → answered | error | forgotten. */
 export function renderTurnState(message, state) {
   message.dataset.state = state;
   let badge = message.querySelector(".turn-state");
