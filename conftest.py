@@ -1,10 +1,16 @@
-"""The deploy check compiles k8s.io/api when Go's build cache is cold (minutes on 2 cores), so it
+"""Every test runs with its own XDG_DATA_HOME (``pytest_configure``): memex's default data folder
+(``memex.shared.settings.default_data_dir``) is then a temporary one, so a test that runs the
+CLI or a service with default settings never writes into the person's own memex (a CLI test's
+`memex index` once left its "last index" report in ~/.local/share/memex).
+
+The deploy check compiles k8s.io/api when Go's build cache is cold (minutes on 2 cores), so it
 starts beside the suite, at the lowest priority, as soon as collection picks its test; the test
 then takes its verdict (tests/test_deploy_manifests.py). At the root: a conftest in tests/ would
 share its module name, tests.conftest, with services/orchestrator/tests/conftest.py."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,6 +23,23 @@ from memex.shared.testing import REPO_ROOT
 DEPLOY_CHECK_TEST = "tests/test_deploy_manifests.py::"
 DeployCheck = tuple[subprocess.Popen[bytes], IO[bytes]]
 DEPLOY_CHECK = pytest.StashKey[DeployCheck]()
+
+
+_DATA_HOME = pytest.StashKey[tempfile.TemporaryDirectory[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Points XDG_DATA_HOME at a folder of this run's (each xdist worker has its own)."""
+    data_home = tempfile.TemporaryDirectory(prefix="memex-test-data-")
+    config.stash[_DATA_HOME] = data_home
+    os.environ["XDG_DATA_HOME"] = data_home.name
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Removes the run's data folder."""
+    data_home = config.stash.get(_DATA_HOME, None)
+    if data_home is not None:
+        data_home.cleanup()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
