@@ -266,8 +266,9 @@ async def test_a_later_run_contests_an_earlier_belief_a_newer_note_disagrees_wit
     reasoner = ScriptedReasoner({KEY: reply(MORNINGS)})
     o = build(tmp_path, reasoner, memory)
     async with serving(o) as stub:
-        [made] = (await stub.Reflect(pb.ReflectRequest())).beliefs
-        assert "Earlier conclusions" not in reasoner.calls[-1].messages[1].content
+        first = await stub.Reflect(pb.ReflectRequest())
+        [made] = first.beliefs
+        assert first.model_calls == len(reasoner.calls) == 1  # nothing earlier to ask about
         await stub.ReviewBelief(
             pb.ReviewBeliefRequest(id=made.id, verdict=pb.BELIEF_VERDICT_CONFIRM)
         )
@@ -283,10 +284,14 @@ async def test_a_later_run_contests_an_earlier_belief_a_newer_note_disagrees_wit
             ],
         })]  # fmt: skip
         r = await stub.Reflect(pb.ReflectRequest())
-        call = reasoner.calls[-1]
-        assert "Earlier conclusions" in call.messages[0].content
-        assert f"B1. {MORNINGS['statement']}" in call.messages[1].content
-        assert r.contested_earlier == 1
+        # Asked after the call's reply, in the same conversation: the first prompt is not shown
+        # them (a small model proposes them again as its own).
+        notes_call, asked = reasoner.calls[-2:]
+        assert [m.role for m in asked.messages] == ["system", "user", "assistant", "user"]
+        assert asked.messages[:2] == notes_call.messages
+        assert f"B1. {MORNINGS['statement']}" in asked.messages[3].content
+        assert "B1." not in notes_call.messages[1].content
+        assert r.model_calls == 2 and r.contested_earlier == 1
         [contested] = r.beliefs
         assert (contested.id, contested.status, contested.confirmed) == (made.id, "contested", True)
         assert contested.confidence <= 0.5
@@ -297,8 +302,7 @@ async def test_a_later_run_contests_an_earlier_belief_a_newer_note_disagrees_wit
         # Contested, it is not asked about again.
         reasoner.replies[KEY] = reply()
         again = await stub.Reflect(pb.ReflectRequest())
-        assert again.contested_earlier == 0
-        assert "Earlier conclusions" not in reasoner.calls[-1].messages[1].content
+        assert again.contested_earlier == 0 and again.model_calls == 1
 
 
 def test_a_belief_is_asked_about_only_by_newer_notes_sharing_its_words() -> None:

@@ -8,9 +8,11 @@ note that disagrees. Each quote is graded against its note (``beliefs.graded``, 
 conclusion without one verbatim or close quote is dropped, and so is one that states a specific
 none of the notes it quotes holds (the claim check of an answer, ``unheld``), or one the person
 rejected on the same evidence; the rest are written as beliefs records through retrieval,
-contested when a newer note disagrees. Each call is also shown the earlier beliefs its notes may
-speak to (``earlier``: those resting on older notes that share most words with them), and a
-quote of a newer note against one, graded as any quote is, makes it contested (``against``).
+contested when a newer note disagrees. After each call's reply the model is asked, in the same
+conversation, which of the earlier beliefs its notes may speak to (``beliefs.earlier``: those
+resting on older notes that share most words with them) a note says otherwise than; a quote of a
+newer note against one, graded as any quote is, makes it contested (``beliefs.against``).
+What a call says and how its reply is read are ``reflect_prompt.py``'s.
 Only notes feed it: the assistant's replies are never memory (SPEC B11), and the beliefs
 collection itself is not read back as evidence.
 """
@@ -22,89 +24,34 @@ import datetime as dt
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from memex.orchestrator import beliefs as b
 from memex.orchestrator.audit import AuditedReasoner, tenant_var
-from memex.orchestrator.citations import parse_citations
-from memex.orchestrator.claim_check import Shown, unsupported, verdicts
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note
 from memex.orchestrator.pipeline import Sensitivity
 from memex.orchestrator.policy import check_count, scope
 from memex.orchestrator.ports import BeliefMemory, ChatMessage, GenerateOptions
 from memex.orchestrator.redaction import Sensitive, marker
+from memex.orchestrator.reflect_prompt import (
+    CONTRADICTS_SCHEMA,
+    INSTRUCTIONS,
+    MAX_AGAINST_TOKENS,
+    SCHEMA,
+    batches,
+    earlier_question,
+    prompt,
+    read_reply,
+    unheld,
+)
 from memex.shared.errors import FailedPrecondition, InvalidArgument, NotFound
 
 log = logging.getLogger(__name__)
 
 PURPOSE = "reflect"
 MAX_EPISODES = 200
-MAX_PER_CALL = 4  # conclusions one call may propose
-
-INSTRUCTIONS = """You read a person's own notes and write down what they show about the person
-that will still hold later: habits, preferences, patterns, how things tend to go for them, what
-matters to them. Write each conclusion as one short sentence. Back each one with quotes copied
-word for word from the notes, naming the note by its number. When a note says otherwise, quote it
-under contradicted_by. Only conclusions the notes show; fewer is better than a guess.
-Reply with JSON only."""
-EARLIER_INSTRUCTIONS = """
-Earlier conclusions follow the notes, numbered B1, B2, ...: when a note says otherwise than one of
-them, quote that note under contradicts, naming the conclusion by its number. Leave contradicts
-empty when no note does."""
-
-_QUOTES = {
-    "type": "array",
-    "maxItems": 3,
-    "items": {
-        "type": "object",
-        "properties": {
-            "note": {"type": "integer"},
-            "quote": {"type": "string", "maxLength": 200},
-        },
-        "required": ["note", "quote"],
-    },
-}
-_CONTRADICTS = {
-    "type": "array",
-    "maxItems": 3,
-    "items": {
-        "type": "object",
-        "properties": {
-            "belief": {"type": "integer"},
-            "note": {"type": "integer"},
-            "quote": {"type": "string", "maxLength": 200},
-        },
-        "required": ["belief", "note", "quote"],
-    },
-}
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "beliefs": {
-            "type": "array",
-            "maxItems": MAX_PER_CALL,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "statement": {"type": "string", "maxLength": 200},
-                    "confidence": {"type": "number"},
-                    "evidence": _QUOTES,
-                    "contradicted_by": _QUOTES,
-                },
-                "required": ["statement", "confidence", "evidence", "contradicted_by"],
-            },
-        }
-    },
-    "required": ["beliefs"],
-}
-# A call shown earlier beliefs answers for them too.
-SCHEMA_WITH_EARLIER = {
-    **SCHEMA,
-    "properties": {**SCHEMA["properties"], "contradicts": _CONTRADICTS},  # type: ignore[dict-item]
-    "required": ["beliefs", "contradicts"],
-}
 
 
 @dataclass
@@ -132,89 +79,6 @@ class ReflectReport:
     def quotes_verbatim(self) -> int:
         """Those graded verbatim."""
         return sum(1 for x in self.beliefs for e in x.evidence if e.support == "verbatim")
-
-
-def batches(notes: Sequence[Note], budget: int, note_chars: int) -> list[list[Note]]:
-    """Notes in order, grouped so each group's text (each note cut at ``note_chars``) stays
-    within ``budget`` characters; a note is never split."""
-    groups: list[list[Note]] = []
-    size = 0
-    for note in notes:
-        length = min(len(note.text), note_chars)
-        if groups and size + length <= budget and len(groups[-1]) < 6:
-            groups[-1].append(note)
-            size += length
-        else:
-            groups.append([note])
-            size = length
-    return groups
-
-
-def prompt(notes: Sequence[Note], note_chars: int, earlier: Sequence[b.Belief] = ()) -> str:
-    """The notes as the model reads them: numbered, dated and titled; then the earlier beliefs
-    it is asked about, numbered B1, B2, ..."""
-    blocks = [
-        f"[{n}] {note.date} {note.title}\n{note.text[:note_chars].strip()}"
-        for n, note in enumerate(notes, start=1)
-    ]
-    text = "Notes:\n\n" + "\n\n".join(blocks)
-    if earlier:
-        listed = "\n".join(f"B{n}. {x.statement}" for n, x in enumerate(earlier, start=1))
-        text += f"\n\nEarlier conclusions:\n{listed}"
-    return text
-
-
-def unheld(belief: b.Belief, notes: Sequence[Note]) -> list[str]:
-    """The specifics of ``belief``'s statement (a figure, a date, a name, a command: the claim
-    check's, ``claim_check.specifics``) that none of the notes it quotes holds: "Rent goes up to
-    £55 in January" quoting a note that never says £55 is not that note's conclusion, however
-    well its quote is graded."""
-    quoted = {e.episode_id for e in belief.evidence}
-    shown = [
-        Shown.of(n.episode_id, n.text, header=n.title) for n in notes if n.episode_id in quoted
-    ]
-    return [s.text for s in unsupported(verdicts(belief.statement, shown))]
-
-
-def read_reply(text: str, notes: Sequence[Note], model: str, today: str) -> list[b.Belief] | None:
-    """The conclusions of one reply with their graded quotes (None: not readable as JSON).
-    Conclusions without a supporting quote come back with no evidence, to be counted."""
-    try:
-        value = json.loads(text, strict=False)
-        entries = value.get("beliefs") if isinstance(value, dict) else None
-    except ValueError:  # a reply cut short, or prose around it: its first array, leniently
-        entries = parse_citations(text) or None
-    if not isinstance(entries, list):
-        return None
-    found = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        statement = " ".join(str(entry.get("statement") or "").split())
-        if not statement:
-            continue
-        evidence = b.quotes(entry.get("evidence"), notes)
-        against = b.quotes(entry.get("contradicted_by"), notes)
-        raw = entry.get("confidence")
-        confidence = float(raw) if isinstance(raw, int | float) else 0.5
-        confidence = min(max(confidence / 100 if confidence > 1 else confidence, 0.0), 1.0)
-        is_contested = b.contested(evidence, against)
-        quoted = {e.episode_id for e in (*evidence, *against)}
-        sensitive = any(n.sensitive for n in notes if n.episode_id in quoted)
-        found.append(
-            b.Belief(
-                id=b.belief_id(statement),
-                statement=statement,
-                status="contested" if is_contested else "active",
-                confidence=min(confidence, 0.5) if is_contested else confidence,
-                evidence=evidence,
-                contradicted_by=against,
-                date=today,
-                model=model,
-                sensitive=sensitive,
-            )
-        )
-    return found
 
 
 class Reflector:
@@ -289,7 +153,7 @@ class Reflector:
         made: dict[str, b.Belief] = {}
         for group in batches(notes, s.reflect_batch_chars, s.reflect_note_chars):
             asked_about = b.earlier([*known.values(), *made.values()], group, s.reflect_note_chars)
-            reply = await self._ask(group, asked_about)
+            reply = await self._ask(group)
             report.model_calls += 1
             found = read_reply(reply, group, self._reasoner.model, today)
             if found is None:
@@ -311,7 +175,10 @@ class Reflector:
                     made[belief.id] = belief
                     write.append(belief)
             quoted: dict[str, list[b.Evidence]] = {}
-            for belief, quote in b.against(reply, group, asked_about):
+            disagreeing = await self._ask_against(group, reply, asked_about) if asked_about else ""
+            if asked_about:
+                report.model_calls += 1
+            for belief, quote in b.against(disagreeing, group, asked_about):
                 quoted.setdefault(belief.id, []).append(quote)
             for belief in asked_about:
                 if belief.id in quoted:
@@ -334,22 +201,50 @@ class Reflector:
         )
         return report
 
-    async def _ask(self, notes: Sequence[Note], shown: Sequence[b.Belief]) -> str:
-        s = self._settings
+    def _messages(self, notes: Sequence[Note]) -> list[ChatMessage]:
+        return [
+            ChatMessage("system", INSTRUCTIONS),
+            ChatMessage("user", prompt(notes, self._settings.reflect_note_chars)),
+        ]
+
+    async def _complete(
+        self,
+        notes: Sequence[Note],
+        messages: list[ChatMessage],
+        schema: Mapping[str, object],
+        max_tokens: int,
+    ) -> str:
         secret = [Sensitive(marker(n.episode_id, ""), (n.text,)) for n in notes if n.sensitive]
-        schema = SCHEMA_WITH_EARLIER if shown else SCHEMA
         return await self._reasoner.complete(
             purpose=PURPOSE,
             persona=PURPOSE,
-            messages=[
-                ChatMessage("system", INSTRUCTIONS + (EARLIER_INSTRUCTIONS if shown else "")),
-                ChatMessage("user", prompt(notes, s.reflect_note_chars, shown)),
-            ],
+            messages=messages,
             options=GenerateOptions(
-                max_tokens=s.reflect_max_tokens, temperature=0.0, json_schema=json.dumps(schema)
+                max_tokens=max_tokens,
+                temperature=0.0,
+                json_schema=json.dumps(schema),
             ),
             sensitive_texts=secret,
         )
+
+    async def _ask(self, notes: Sequence[Note]) -> str:
+        return await self._complete(
+            notes, self._messages(notes), SCHEMA, self._settings.reflect_max_tokens
+        )
+
+    async def _ask_against(
+        self, notes: Sequence[Note], reply: str, shown: Sequence[b.Belief]
+    ) -> str:
+        """Which of ``shown`` a note of the call says otherwise than: asked after its reply in
+        the same conversation, so the model reads only the question (the rest is the prompt
+        the engine just read, kept in its cache)."""
+        messages = [
+            *self._messages(notes),
+            ChatMessage("assistant", reply),
+            ChatMessage("user", earlier_question(shown)),
+        ]
+        limit = min(self._settings.reflect_max_tokens, MAX_AGAINST_TOKENS)
+        return await self._complete(notes, messages, CONTRADICTS_SCHEMA, limit)
 
     async def list(
         self,
