@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Page, expect
 
 from memex.orchestrator import beliefs as b
 from memex.orchestrator.clients import GrpcMemory
 
 from .conftest import DemoStack
-from .test_web_chat import Patient, open_as_owner
+from .test_web_chat import Patient, accept_next_dialog, open_as_owner
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -131,13 +131,7 @@ def test_beliefs_are_listed_and_confirmed_rejected_forgotten_from_the_page(
     page.get_by_role("button", name="Beliefs").click()
     expect(item).to_have_attribute("data-status", "rejected")  # as kept
 
-    asked: list[str] = []
-
-    def accept(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = accept_next_dialog(page)
     item.get_by_role("button", name="Forget").click()
     expect(item).to_have_count(0)
     assert asked and "Forget this belief" in asked[0]

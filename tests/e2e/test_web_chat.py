@@ -214,6 +214,18 @@ class Patient(httpx.Client):
         return response
 
 
+def accept_next_dialog(page: Page) -> list[str]:
+    """Accepts the page's next dialog (a confirm), whose message the list returned then holds."""
+    asked: list[str] = []
+
+    def accept(dialog: Dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    return asked
+
+
 def open_as_owner(page: Page, stack: DemoStack, name: str) -> None:
     """Opens the page with an API key of its own (`memex keys create NAME --sensitive`, saved
     where the page keeps it), so the page's calls have a rate-limit bucket of their own."""
@@ -265,13 +277,7 @@ def test_a_forgotten_thread_leaves_the_page_and_the_api(demo_stack: DemoStack, p
     question, thread_id = queue(page, "What did Ron ring me about?")
     entry = page.locator(f'#threads li[data-id="{thread_id}"]')
     expect(entry).to_have_count(1)
-    asked: list[str] = []
-
-    def accept(dialog: Dialog) -> None:
-        asked.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    asked = accept_next_dialog(page)
     entry.get_by_role("button", name="Forget this thread").click()
     expect(entry).to_have_count(0)
     assert asked and "Forget" in asked[0]
