@@ -308,7 +308,7 @@ async def test_a_later_run_contests_an_earlier_belief_a_newer_note_disagrees_wit
 def test_a_belief_is_asked_about_only_by_newer_notes_sharing_its_words() -> None:
     morning = replace(
         from_record(Record("beliefs", "x", {"derived_by": "reflect"}, "beliefs:x")),
-        statement=MORNINGS["statement"],
+        statement=str(MORNINGS["statement"]),
         evidence=(Evidence("ep-run1", "Long run", "2026-08-23", "Morning runs feel", "verbatim"),),
     )
     secret = replace(morning, id="y", sensitive=True)
