@@ -24,6 +24,7 @@ from playwright.sync_api import Page, expect
 
 from memex.orchestrator import beliefs as b
 from memex.orchestrator.clients import GrpcMemory
+from memex.shared import internal_auth
 
 from .conftest import DemoStack
 from .test_web_chat import Patient, accept_next_dialog, open_as_owner
@@ -36,11 +37,16 @@ STATEMENT = "When an allotment plot comes free, I go and see it the same day."
 
 
 async def upsert(stack: DemoStack, belief: b.Belief) -> None:
+    # The client reads the internal credential once per process (``internal_auth.from_env``);
+    # an earlier test in this process may have read another, so it is read again here, and
+    # forgotten after, for the tests that follow.
+    internal_auth.from_env.cache_clear()
     memory = GrpcMemory(f"127.0.0.1:{stack.env['MEMEX_RETRIEVAL_PORT']}")
     try:
         await memory.upsert_records("", [belief.record()])  # the gateway's keyless tenant
     finally:
         await memory.close()
+        internal_auth.from_env.cache_clear()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,14 +19,14 @@ from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.items import Note, Record, ShownItem
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.pipeline import briefed_belief
-from memex.orchestrator.ports import NoteSummary, ReasonerInfo
+from memex.orchestrator.ports import ChatMessage, GenerateOptions, NoteSummary, ReasonerInfo, Usage
 from memex.orchestrator.service import Orchestrator, build_orchestrator
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.worker import seconds_until
-from memex.shared.errors import NotFound
+from memex.shared.errors import FailedPrecondition, NotFound
 
-from .fakes import FakeMemory, ScriptedReasoner, serving
+from .fakes import Call, FakeMemory, ScriptedReasoner, serving
 
 KEY = "own notes"  # a phrase of the reflect instructions: the scripted reply for that call
 
@@ -315,3 +316,32 @@ def test_a_belief_is_asked_about_only_by_newer_notes_sharing_its_words() -> None
     assert earlier([morning, secret], NOTES[2:3], 600) == [morning]  # never a sensitive one
     assert earlier([morning], NOTES[:1], 600) == []  # its own note is not newer
     assert earlier([morning], NOTES[1:2], 600) == []  # newer, but about a race, not mornings
+
+
+@dataclass
+class SchemaCheckingReasoner(ScriptedReasoner):
+    """Refuses a reply outside the schema of the earlier beliefs' question, as an engine that
+    checks JSON output does (the scripted reply holds no ``contradicts``)."""
+
+    async def generate(
+        self, messages: Sequence[ChatMessage], options: GenerateOptions, usage: list[Usage]
+    ) -> AsyncGenerator[str, None]:
+        if len(messages) == 4:  # the question after a reply
+            self.calls.append(Call(list(messages), options))
+            raise FailedPrecondition("the model's output does not match the schema")
+        async for piece in super().generate(messages, options, usage):
+            yield piece
+
+
+async def test_an_unreadable_answer_about_earlier_beliefs_costs_only_that_answer(
+    tmp_path: Path,
+) -> None:
+    memory = BeliefStore(items=[], notes=NOTES[:2])
+    reasoner = SchemaCheckingReasoner({KEY: reply(MORNINGS)})
+    o = build(tmp_path, reasoner, memory)
+    async with serving(o) as stub:
+        await stub.Reflect(pb.ReflectRequest())
+        memory.notes = list(NOTES)
+        r = await stub.Reflect(pb.ReflectRequest())
+    assert (r.model_calls, r.unreadable, r.contested_earlier) == (2, 1, 0)
+    assert [b.statement for b in r.beliefs] == [MORNINGS["statement"]]  # made again, kept

@@ -175,9 +175,16 @@ class Reflector:
                     made[belief.id] = belief
                     write.append(belief)
             quoted: dict[str, list[b.Evidence]] = {}
-            disagreeing = await self._ask_against(group, reply, asked_about) if asked_about else ""
+            disagreeing = ""
             if asked_about:
                 report.model_calls += 1
+                try:
+                    disagreeing = await self._ask_against(group, reply, asked_about)
+                except FailedPrecondition as exc:
+                    # A reply outside the schema (an engine that checks it says so): that call's
+                    # question gave nothing; the beliefs the call made stand.
+                    report.unreadable += 1
+                    log.warning("reflect: the earlier beliefs' question gave nothing: %s", exc)
             for belief, quote in b.against(disagreeing, group, asked_about):
                 quoted.setdefault(belief.id, []).append(quote)
             for belief in asked_about:
