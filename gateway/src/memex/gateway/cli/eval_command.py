@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.gateway.cli import eval_report, eval_search, rpc
+from memex.gateway.cli import eval_report, eval_search, options, rpc
 from memex.gateway.cli.eval_questions import (
     Question,
     QuestionFileError,
@@ -58,7 +58,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument(
         "--concurrency", type=int, default=1, help="asks in flight at once (default 1: latency)"
     )
-    p.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.tenant(p)
     p.add_argument(
         "--data",
         type=Path,

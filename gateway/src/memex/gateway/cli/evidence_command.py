@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex.gateway.cli import rpc
+from memex.gateway.cli import options, rpc
 from memex.gateway.present_evidence import EvidenceBundle, as_of_line
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
@@ -47,7 +47,7 @@ def add_parser(commands: Any) -> None:
         help="keep sensitive excerpts and an answer that drew on them (placeholders otherwise)",
     )
     parser.add_argument("-o", "--output", type=Path, help="write the bundle to this file")
-    parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.tenant(parser)
     parser.set_defaults(run=evidence)
 
 

@@ -21,6 +21,7 @@ from memex.gateway.cli import (
     generate_command,
     key_commands,
     observe_command,
+    options,
     records_commands,
     retrieval_commands,
     stack_commands,
@@ -80,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--persona", default="", help="analyst (default), coach, friend, skeptic, ...")
     ask.add_argument("--limit", type=int, default=0, help="items sent to the answer (default 8)")
     ask.add_argument("--json", action="store_true", help="the whole structured result as JSON")
-    _answer_options(ask, "answer")
+    options.answer(ask, "answer")
     ask.set_defaults(run=ask_commands.ask)
 
     chat = commands.add_parser("chat", help="chat with streamed, cited replies (a session)")
@@ -90,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--conversation", default="", help="continue this conversation id")
     chat.add_argument("--json", action="store_true", help="one JSON object per reply")
-    _answer_options(chat, "reply")
+    options.answer(chat, "reply")
     chat.set_defaults(run=chat_command.chat)
 
     convs = commands.add_parser("conversations", help="list conversations, or replay one")
@@ -125,23 +126,6 @@ def _parser() -> argparse.ArgumentParser:
     supervise = commands.add_parser("supervise")  # what `up` runs in the background
     supervise.set_defaults(run=stack_commands.supervise, foreground=True)
     return parser
-
-
-def _answer_options(parser: argparse.ArgumentParser, verb: str) -> None:
-    """What ``ask`` and ``chat`` both take: sensitive notes, a day to read memory as of, a
-    tenant."""
-    parser.add_argument(
-        "--include-sensitive",
-        action="store_true",
-        help=f"let the {verb} use notes marked sensitive (as reads: left out unless asked)",
-    )
-    parser.add_argument(
-        "--as-of",
-        default="",
-        metavar="YYYY-MM-DD",
-        help=f"{verb} from your memory as it stood at the end of that day (docs/as-of.md)",
-    )
-    parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
 
 
 def main(argv: list[str] | None = None) -> None:

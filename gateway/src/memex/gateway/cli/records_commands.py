@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memex.gateway import reads
-from memex.gateway.cli import rpc
+from memex.gateway.cli import options, rpc
 from memex.gateway.present import Note, NoteVersion, Record, SearchHit, Timeline
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
@@ -110,7 +110,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--include-sensitive", action="store_true", help="include items marked sensitive"
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.tenant(parser)
 
 
 def _call(settings: StackSettings, body: Any) -> Any:

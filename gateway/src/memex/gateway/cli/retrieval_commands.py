@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from memex.gateway.cli import index_report, rpc
+from memex.gateway.cli import index_report, options, rpc
 from memex.gateway.stack import StackSettings
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 
@@ -27,7 +27,7 @@ def add_parsers(commands: Any) -> None:
     index.add_argument("path", help="the vault folder")
     index.add_argument("--full", action="store_true", help="re-embed every note")
     index.add_argument("--json", action="store_true", help="print the summary as JSON")
-    index.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.tenant(index)
     index.set_defaults(run=index_command)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from memex.gateway import convert
-from memex.gateway.cli import rpc
+from memex.gateway.cli import options, rpc
 from memex.gateway.cli.ask_commands import as_of_heading, render_citations
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
@@ -61,18 +61,7 @@ def add_parsers(commands: Any) -> None:
         "--no-wait", action="store_true", help="print the turn and thread ids and return"
     )
     turn.add_argument("--json", action="store_true", help="the question and its answer as JSON")
-    turn.add_argument(
-        "--include-sensitive",
-        action="store_true",
-        help="let the answer use notes marked sensitive (as reads: left out unless asked)",
-    )
-    turn.add_argument(
-        "--as-of",
-        default="",
-        metavar="YYYY-MM-DD",
-        help="answer from your memory as it stood at the end of that day (docs/as-of.md)",
-    )
-    turn.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.answer(turn, "answer")
     turn.set_defaults(run=run_turn)
 
     threads = commands.add_parser(
@@ -90,7 +79,7 @@ def add_parsers(commands: Any) -> None:
         action="store_true",
         help="show answers that drew on sensitive notes (placeholders unless asked)",
     )
-    threads.add_argument("--tenant", default="", help="tenant (default: the single-user one)")
+    options.tenant(threads)
     threads.set_defaults(run=run_threads)
 
 
