@@ -47,12 +47,12 @@ def _until(check: object, seconds: float) -> None:
 def test_the_launch_command_names_no_user_for_a_normal_one_and_checks_its_form() -> None:
     cluster = Cluster(Path("/srv/pg"), 5432, Path("/usr/lib/postgresql/15/bin"))
     command = postgres_server.server_launch(cluster)
-    assert command[:5] == [sys.executable, "-m", "memex.orchestrator.postgres_server", "exec",
+    assert command[:5] == [sys.executable, "-m", "memex.shared.supervised", "exec",
                            str(os.getpid())]  # fmt: skip
     assert command[5] == (owner() or "") and command[6] == "--"
     assert command[7:] == cluster.server_command()
     bad = subprocess.run(
-        [sys.executable, "-m", "memex.orchestrator.postgres_server", "exec", "x"],
+        [sys.executable, "-m", "memex.shared.supervised", "exec", "x"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert bad.returncode != 0 and "usage:" in bad.stderr

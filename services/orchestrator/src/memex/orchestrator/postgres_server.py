@@ -12,10 +12,10 @@ PostgreSQL dies with this process (``PR_SET_PDEATHSIG``, as the supervisor's chi
 ``memex.shared.supervised``), asked for by the child itself, not in a ``preexec_fn``: a
 ``preexec_fn``, or ``user=`` (a change of user between fork and exec), makes Python fork where it
 would vfork, and a fork runs gRPC's fork handlers in the child while this process's health server
-runs. So ``postgres`` starts through this module's ``exec`` form (``python -m
-memex.orchestrator.postgres_server exec PARENT_PID USER -- postgres ...``), spawned with neither:
-it changes to USER (as root), then asks for the signal (a change of user clears it; an exec keeps
-it), then execs ``postgres``, which keeps the launcher's pid.
+runs. So ``postgres`` starts through ``memex.shared.supervised``'s ``exec`` form (``python -m
+memex.shared.supervised exec PARENT_PID USER -- postgres ...``), spawned with neither: it changes
+to USER (as root), then asks for the signal (a change of user clears it; an exec keeps it), then
+execs ``postgres``, which keeps the launcher's pid.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import contextlib
 import itertools
 import logging
 import os
-import pwd
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -36,12 +35,12 @@ import psycopg
 from pydantic import Field, ValidationError
 from pydantic_settings import SettingsConfigDict
 
+from memex.shared import supervised
 from memex.shared.errors import FailedPrecondition, MemexError, Unavailable
 from memex.shared.logs import configure_logging
 from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir, owner
 from memex.shared.server import EngineSlot, GrpcService
 from memex.shared.settings import ServiceSettings, describe_invalid
-from memex.shared.supervised import die_with_parent
 
 log = logging.getLogger(__name__)
 READY_SECONDS = 60.0
@@ -59,26 +58,8 @@ class PostgresServerSettings(ServiceSettings):
 
 def server_launch(cluster: Cluster) -> list[str]:
     """The command that runs the cluster's ``postgres`` as this process's child that dies with
-    it, as ``owner()`` (the module's ``exec`` form; see the module's docstring)."""
-    here = [sys.executable, "-m", "memex.orchestrator.postgres_server", "exec", str(os.getpid())]
-    return [*here, owner() or "", "--", *cluster.server_command()]
-
-
-def exec_as_child(argv: Sequence[str]) -> None:
-    """``PARENT_PID USER -- PROGRAM [ARGS...]``: becomes USER (when one is named), asks for
-    SIGTERM when PARENT_PID dies (after the change of user, which would clear it), and execs
-    PROGRAM in this process. Exits with a message on a malformed command line."""
-    if len(argv) < 4 or not argv[0].isdigit() or argv[2] != "--":
-        sys.exit("usage: python -m memex.orchestrator.postgres_server exec PARENT_PID USER -- "
-                 "PROGRAM [ARGS...]")  # fmt: skip
-    parent, user, command = int(argv[0]), argv[1], list(argv[3:])
-    if user:
-        account = pwd.getpwnam(user)
-        os.initgroups(user, account.pw_gid)
-        os.setgid(account.pw_gid)
-        os.setuid(account.pw_uid)
-    die_with_parent(parent)
-    os.execv(command[0], command)
+    it, as ``owner()`` (``memex.shared.supervised``'s exec form; see the module's docstring)."""
+    return supervised.exec_form(os.getpid(), owner(), cluster.server_command())
 
 
 @contextlib.asynccontextmanager
@@ -175,10 +156,7 @@ async def _serve(settings: PostgresServerSettings) -> None:
 
 
 def main() -> None:
-    """Parses settings, runs until SIGTERM; or, as ``exec ...``, becomes the server (above)."""
-    if sys.argv[1:2] == ["exec"]:
-        exec_as_child(sys.argv[2:])
-        return
+    """Parses settings and runs until SIGTERM."""
     try:
         settings = PostgresServerSettings()
     except ValidationError as exc:
