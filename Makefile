@@ -10,7 +10,9 @@ UV := $(TOOLS)/bin/uv
 VENV := .venv
 PY := $(VENV)/bin/python
 MEMEX := $(VENV)/bin/memex
-CACHE := $(or $(MEMEX_CACHE_DIR),$(XDG_CACHE_HOME),$(HOME)/.cache)/memex
+# MEMEX_CACHE_DIR names memex's cache itself (the services read it so, and this file exports it):
+# a make run by a make, or by a test under `make test`, must find the same folder, not one below it.
+CACHE := $(or $(MEMEX_CACHE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/memex)
 WHEELS := $(CACHE)/wheels
 MODELS := $(CACHE)/models
 # The embedding model `make models` prepares: a catalogue name (docs/retrieval.md). The default is
