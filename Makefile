@@ -52,6 +52,10 @@ MEMEX_RETRIEVAL_WHISPER_MODEL ?= base
 WHISPER_MODEL := $(MODELS)/whisper-$(MEMEX_RETRIEVAL_WHISPER_MODEL)/model.bin
 TEST_WHISPER_MODEL := $(MODELS)/whisper-tiny.en/model.bin
 PYTEST_ARGS ?=
+# The end-to-end tests run two files at a time: most of their time is spent waiting on processes
+# starting, stopping and restarting (a serial run kept 2 cores about 20% busy); E2E_WORKERS=1 runs
+# them one at a time.
+E2E_WORKERS ?= 2
 # Weaviate comes from source (a pinned release on the Go module proxy), cached by version.
 WEAVIATE_VERSION := v1.39.0
 GO ?= $(or $(shell command -v go 2>/dev/null),/usr/local/go/bin/go)
@@ -262,7 +266,7 @@ fmt: install ## Format and autofix
 # collected", as when PYTEST_ARGS names only tests of the other kind.
 test: install models $(TEST_REASONER_MODEL) $(TEST_EMBED_MODELS) $(TEST_WHISPER_MODEL) weaviate ghz browser espeak prometheus postgres lint ## Lint, then every test: the unit tests on every core (up to 4), then the end-to-end ones
 	$(VENV)/bin/pytest -m "not e2e" -n auto --maxprocesses=4 --dist loadfile --durations=15 $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(VENV)/bin/pytest -m e2e --durations=30 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(VENV)/bin/pytest -m e2e -n $(E2E_WORKERS) --dist loadfile --durations=30 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install ## Unit tests only
 	$(VENV)/bin/pytest -m "not e2e and not slow" -n auto --maxprocesses=4 --dist loadfile $(PYTEST_ARGS)
