@@ -62,7 +62,10 @@ async def test_a_why_left_out_is_asked_as_a_question_of_its_own(tmp_path: Path) 
         "me", "How much is the deposit Dana holds, and why?", include_sensitive=True
     )
     first, part = ("\n".join(m.content for m in c.messages) for c in model.calls)
-    assert "Question: Why is the deposit Dana holds?" in part and "Still to answer" not in part
+    assert (
+        "Question: For what reason is the deposit Dana holds?" in part
+        and "Still to answer" not in part
+    )
     assert part.startswith(first.split("Question:")[0])  # the sources, as the answer's call
     assert result.answer == (
         "The deposit is £800 [[Flat lease]]. Because Dana holds it for the flat [[Flat lease]]."

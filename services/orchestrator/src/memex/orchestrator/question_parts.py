@@ -12,8 +12,12 @@ in a short call of its own (``answer/judging.py``, ask's ``answer_parts``).
 
 A part that is only a question word ("..., and why?") is asked in that call as a question of
 its own, built from the part before it (``standalone``): shown the compound question and the
-answer so far with "Still to answer: Why?", the 1.5B model wrote the answer so far again; asked
-"Why did Graham agree to give back?" over the same sources, it gave the reason.
+answer so far with "Still to answer: Why?", the 1.5B model wrote the answer so far again. A
+"why" is asked as "for what reason": asked "Why did Graham agree to give back?", over the first
+pass's three sources and over the whole briefing's six, the 1.5B model (temperature 0) read a
+"because" into the nearest event ("he noticed a scuff ... and said 'no, that's fine'"; "he agreed
+to release the money through TDS"); asked "For what reason did Graham agree to give back?", it
+gave the reason the note states both times (the worktop mark on the check-in inventory).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ _AUXILIARY = re.compile(
     r"\b(?:do|does|did|is|are|was|were|am|can|could|should|will|would|has|have|had)\b",
     re.IGNORECASE,
 )
+
+# How a part that is only a question word is asked on its own, where it is not the word itself.
+_ASKED_AS = {"why": "For what reason"}
 
 
 def question_parts(question: str) -> list[str]:
@@ -58,7 +65,8 @@ def _as_question(part: str) -> str:
 def standalone(part: str, question: str) -> str:
     """``part`` of ``question`` as a question of its own. A part that is only a question word
     asks it of the clause of the part before it: "How much of my deposit did Graham agree to
-    give back, and why?" gives "Why did Graham agree to give back?". Any other part, or one
+    give back, and why?" gives "For what reason did Graham agree to give back?" (a "why" is asked
+    as "for what reason", see the module's note). Any other part, or one
     whose earlier part has no auxiliary verb to start a clause from, is returned as it is."""
     word = part.strip().rstrip(" ?.")
     parts = question_parts(question)
@@ -68,4 +76,5 @@ def standalone(part: str, question: str) -> str:
     clause = _AUXILIARY.search(before)
     if clause is None:
         return part
-    return f"{word[:1].upper()}{word[1:].lower()} {before[clause.start() :]}?"
+    asked = _ASKED_AS.get(word.lower(), f"{word[:1].upper()}{word[1:].lower()}")
+    return f"{asked} {before[clause.start() :]}?"
