@@ -113,7 +113,7 @@ def forbidden(part: str, module: str) -> str | None:
 #   supervisor's work, but the module path still ties the surface to the stage's internals: an
 #   entry point of the stage's own (``python -m memex.orchestrator worker``) would end it.
 KNOWN = frozenset(
-    {"gateway/src/memex/gateway/cli/stack_commands.py: memex.orchestrator.worker"},
+    {"gateway/src/memex/gateway/cli/stack_commands.py: memex.orchestrator.queue.worker"},
 )
 
 
@@ -165,7 +165,7 @@ def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
         from .. import gateway
         from ..... import too_far
         subprocess.run([sys.executable, "-m", "memex.retrieval.whisper_models", "--out", "x"])
-        spawn(sys.executable, "-m", "memex.orchestrator.worker", env={})
+        spawn(sys.executable, "-m", "memex.orchestrator.queue.worker", env={})
         os.system("python -m memex.reasoner.prepare --model tiny")
         run(("pg_ctl", "-m", "fast", "stop"))
         '''
@@ -178,7 +178,7 @@ def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
         (5, "memex.retrieval.store"),
         (6, "memex.gateway"),
         (8, "memex.retrieval.whisper_models"),
-        (9, "memex.orchestrator.worker"),
+        (9, "memex.orchestrator.queue.worker"),
         (10, "memex.reasoner.prepare"),
         (11, "fast"),  # not memex's: no rule looks at it
     }
@@ -186,7 +186,7 @@ def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
         "memex.retrieval.store",
         "memex.gateway",
         "memex.retrieval.whisper_models",
-        "memex.orchestrator.worker",
+        "memex.orchestrator.queue.worker",
         "memex.reasoner.prepare",
     ]
     # Relative imports resolve from the file's package: a surface may reach a stage's contract.

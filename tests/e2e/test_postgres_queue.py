@@ -111,7 +111,7 @@ def extra_processes(
     }
     for i, (port, metrics) in enumerate([(ports[0], ports[1]), (ports[2], ports[3])], start=2):
         specs[f"worker-{i}"] = (
-            "memex.orchestrator.worker",
+            "memex.orchestrator.queue.worker",
             {
                 "MEMEX_ORCHESTRATOR_WORKER_ID": f"worker-{i}",
                 "MEMEX_ORCHESTRATOR_WORKER_PORT": str(port),

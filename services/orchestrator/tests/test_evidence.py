@@ -17,10 +17,10 @@ from memex.orchestrator.evidence import FORMAT, readable
 from memex.orchestrator.forget import NoteQuotes
 from memex.orchestrator.pipeline import PROMPT_VERSION
 from memex.orchestrator.policy import WITHHELD_HISTORY, WITHHELD_READ
+from memex.orchestrator.queue.worker import ChatWorker
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.worker import ChatWorker
 from memex.shared.errors import NotFound
 
 from .conftest import older_database

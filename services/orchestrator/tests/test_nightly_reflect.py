@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from memex.orchestrator import worker
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.queue import worker
+from memex.orchestrator.queue.worker import nightly_reflect, seconds_until
 from memex.orchestrator.store import OrchestratorStore
-from memex.orchestrator.worker import nightly_reflect, seconds_until
 
 
 def test_the_next_run_is_the_next_time_the_clock_shows_reflect_at() -> None:

@@ -20,10 +20,10 @@ from memex.orchestrator.items import Note, Record, ShownItem
 from memex.orchestrator.persona import load_personas
 from memex.orchestrator.pipeline import briefed_belief
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, NoteSummary, ReasonerInfo, Usage
+from memex.orchestrator.queue.worker import seconds_until
 from memex.orchestrator.service import Orchestrator, build_orchestrator
 from memex.orchestrator.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.worker import seconds_until
 from memex.shared.errors import FailedPrecondition, NotFound
 
 from .fakes import Call, FakeMemory, ScriptedReasoner, serving

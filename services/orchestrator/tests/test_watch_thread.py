@@ -11,11 +11,11 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator import turn_events
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, Usage
+from memex.orchestrator.queue import events as turn_events
+from memex.orchestrator.queue.worker import ChatWorker
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
-from memex.orchestrator.worker import ChatWorker
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator, serving
 

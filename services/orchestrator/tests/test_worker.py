@@ -16,10 +16,10 @@ from prometheus_client import REGISTRY
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
 from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
+from memex.orchestrator.queue.turns import FORGOTTEN_THREAD, TURN_REQUEST
+from memex.orchestrator.queue.worker import ChatWorker, WorkerService
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore, Turn
-from memex.orchestrator.turn_queue import FORGOTTEN_THREAD, TURN_REQUEST
-from memex.orchestrator.worker import ChatWorker, WorkerService
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
 from memex.shared.testing import serving
@@ -333,7 +333,7 @@ def test_memex_up_runs_the_worker_after_the_orchestrator_on_its_own_ports(tmp_pa
     names = [s.name for s in services]
     at = names.index("orchestrator")
     orchestrator, worker = services[at : at + 2]
-    assert worker.module == "memex.orchestrator.worker"
+    assert worker.module == "memex.orchestrator.queue.worker"
     assert worker.address == "127.0.0.1:50055"
     assert worker.env["MEMEX_ORCHESTRATOR_WORKER_PORT"] == "50055"
     assert worker.env["MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT"] == "9155"

@@ -90,7 +90,7 @@ def worker_service(settings: StackSettings, orchestrator: ServiceDef) -> Service
     health and metrics ports. It serves only gRPC health, so the whole server's status is probed."""
     return ServiceDef(
         name="worker",
-        module="memex.orchestrator.worker",
+        module="memex.orchestrator.queue.worker",
         address=f"{settings.host}:{settings.worker_port}",
         health_service="",
         env={

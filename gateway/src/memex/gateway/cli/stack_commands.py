@@ -186,7 +186,7 @@ def worker(args: argparse.Namespace, settings: StackSettings) -> int:
     env = {**os.environ, **supervised.env, "MEMEX_ORCHESTRATOR_WORKER_PORT": "0"}
     env.pop("MEMEX_ORCHESTRATOR_WORKER_METRICS_PORT", None)
     env.setdefault("MEMEX_ORCHESTRATOR_WORKER_ID", f"{socket.gethostname()}-chat-worker-foreground")
-    os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.worker"], env)
+    os.execvpe(sys.executable, [sys.executable, "-m", "memex.orchestrator.queue.worker"], env)
 
 
 def mcp(args: argparse.Namespace, settings: StackSettings) -> int:

@@ -16,7 +16,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memex.orchestrator.turn_queue import PendingTurns
+from memex.orchestrator.queue.turns import PendingTurns
 from memex.shared.errors import MemexError
 from memex.shared.metrics import LATENCY_BUCKETS
 

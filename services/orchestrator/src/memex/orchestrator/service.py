@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memex.orchestrator import as_of as as_of_day
-from memex.orchestrator import evidence, turn_events
+from memex.orchestrator import evidence
 from memex.orchestrator.ask import Asker
 from memex.orchestrator.audit import AuditedReasoner
 from memex.orchestrator.chat import Chatter
@@ -29,6 +29,7 @@ from memex.orchestrator.persona import Personas, load_personas
 from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
 from memex.orchestrator.policy import WITHHELD_READ
 from memex.orchestrator.ports import BeliefMemory, Memory, Reasoner, ReasonerInfo
+from memex.orchestrator.queue import events as turn_events
 from memex.orchestrator.reads import Reads
 from memex.orchestrator.reflect import Reflector
 from memex.orchestrator.store import OrchestratorStore, Turn

@@ -3,7 +3,7 @@ the LLM log.
 
 One database (the ``state`` package: SQLite or PostgreSQL, with the versioned migrations of
 ``state/schema.sql``); each concern has its own store class over it: ``conversations.py``
-(conversations and messages), ``turn_queue.py`` (threads, turns and claims), ``telemetry.py``
+(conversations and messages), ``queue/store.py`` (threads, turns and claims), ``telemetry.py``
 (telemetry, logged asks, LLM log), ``traces.py`` (what a forgotten note left),
 ``evidence_store.py`` (answers' evidence bundles).
 ``OrchestratorStore`` is all of them on one database; code that needs one part takes that part's
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from memex.orchestrator.conversations import Conversation, ConversationStore, Message
 from memex.orchestrator.evidence_store import EvidenceStore
+from memex.orchestrator.queue.store import TurnQueue
+from memex.orchestrator.queue.turns import ERROR_TEXT_LIMIT, PendingTurns, Thread, Turn
 from memex.orchestrator.state import Database, new_id, now_iso
 from memex.orchestrator.telemetry import LoggedAsk, TelemetryStore
 from memex.orchestrator.traces import ERASED, NoteTraces, NoteTraceStore
-from memex.orchestrator.turn_queue import ERROR_TEXT_LIMIT, PendingTurns, Thread, Turn, TurnQueue
 
 __all__ = [
     "ERASED",

@@ -54,7 +54,7 @@ class SqliteEngine:
         """Nothing to do: BEGIN IMMEDIATE already runs writers one at a time."""
 
     def notify(self, db: Connection, channel: str, payload: str) -> None:
-        """Nothing: SQLite has no NOTIFY (``turn_events`` wakes this process's watchers)."""
+        """Nothing: SQLite has no NOTIFY (``queue/events.py`` wakes this process's watchers)."""
 
     @property
     def listen_url(self) -> str | None:

@@ -1,4 +1,4 @@
-"""The chat worker for queued turns (SPEC B13): ``python -m memex.orchestrator.worker``.
+"""The chat worker for queued turns (SPEC B13): ``python -m memex.orchestrator.queue.worker``.
 
 It claims the oldest pending user turn (pending → thinking, leased to this worker), composes the
 thread's context without a model call, asks, and writes the answer and the answered state in one
@@ -30,10 +30,10 @@ from memex.orchestrator.__main__ import load_settings
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.metrics import WORKER_TURNS
 from memex.orchestrator.policy import history_text
+from memex.orchestrator.queue.turns import TURN_REQUEST
 from memex.orchestrator.service import Orchestrator, open_orchestrator
 from memex.orchestrator.store import Turn
 from memex.orchestrator.text import PriorTurn, compose_query
-from memex.orchestrator.turn_queue import TURN_REQUEST
 from memex.shared.errors import MemexError, is_disk_full
 from memex.shared.logs import configure_logging, request_id_var
 from memex.shared.server import EngineSlot, GrpcService

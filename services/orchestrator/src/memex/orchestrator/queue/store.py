@@ -2,7 +2,7 @@
 
 A turn's claim is a single conditional UPDATE, so two workers (even in two processes) never hold
 the same turn; the answer and the answered state are written in one transaction that only succeeds
-while the claim is still held. Every change to a turn is announced on ``turn_events`` (issue 37):
+while the claim is still held. Every change to a turn is announced on ``events`` (issue 37):
 a NOTIFY in the changing transaction (PostgreSQL), then an in-process signal once it commits.
 """
 
@@ -11,52 +11,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from memex.orchestrator import evidence_store
 from memex.orchestrator.items import Citation
-from memex.orchestrator.state import Connection, Database, Row, new_id, now_iso
-from memex.orchestrator.turn_events import CHANNEL, TurnEvents, payload
+from memex.orchestrator.queue.events import CHANNEL, TurnEvents, payload
+from memex.orchestrator.queue.turns import (
+    ERROR_TEXT_LIMIT,
+    FORGOTTEN_THREAD,
+    TURN_REQUEST,
+    PendingTurns,
+    Thread,
+    Turn,
+    turn_from_row,
+)
+from memex.orchestrator.state import Connection, Database, new_id, now_iso
 from memex.shared.errors import NotFound
-
-ERROR_TEXT_LIMIT = 500
-
-
-@dataclass(frozen=True)
-class Turn:
-    id: str
-    thread_id: str
-    role: str
-    text: str
-    citations: list[dict[str, Any]]
-    state: str
-    error: str
-    seq: int
-    created_at: str
-    tenant: str = ""
-    # Whether the request let the model see sensitive notes (issue 11); the worker honours it.
-    include_sensitive: bool = False
-    reply_to: str = ""  # an answer's question
-    # Read by a request that may not see it: ``text`` is a placeholder, no citations.
-    withheld: bool = False
-    as_of: str = ""  # a question's day (YYYY-MM-DD) whose memory the worker reads; "" for now
-
-
-@dataclass(frozen=True)
-class PendingTurns:
-    """The queue's backlog: user turns no worker has claimed, and how long the oldest waited."""
-
-    count: int
-    oldest_age_seconds: float
-
-
-@dataclass(frozen=True)
-class Thread:
-    id: str
-    title: str
-    created_at: str
 
 
 class TurnQueue(Database):
@@ -135,7 +107,7 @@ class TurnQueue(Database):
             ).fetchone()
         if row is None:
             raise NotFound(f"no turn {turn_id!r}")
-        return _turn(row)
+        return turn_from_row(row)
 
     def list_threads(self, tenant: str, limit: int = 50) -> list[Thread]:
         """The tenant's threads, newest first."""
@@ -160,7 +132,7 @@ class TurnQueue(Database):
                 "SELECT t.*, ? AS tenant FROM turns t WHERE thread_id = ? ORDER BY seq",
                 (tenant, thread_id),
             ).fetchall()
-        return [_turn(r) for r in rows]
+        return [turn_from_row(r) for r in rows]
 
     def pending_turns(self) -> PendingTurns:
         """How many user turns wait for a worker, and the age of the oldest (0 when none)."""
@@ -191,7 +163,7 @@ class TurnQueue(Database):
                 return None
             changed = self._changed(db, row["thread_id"], row["tenant"])
         self._signal([changed])
-        return _turn(row)
+        return turn_from_row(row)
 
     def renew_lease(self, turn_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extends a claim; False when the claim was lost."""
@@ -234,11 +206,11 @@ class TurnQueue(Database):
                 "SELECT *, '' AS tenant FROM turns WHERE thread_id = ? ORDER BY seq",
                 (turn.thread_id,),
             ).fetchall()
-        replies = {r["reply_to"]: _turn(r) for r in rows if r["role"] == "assistant"}
+        replies = {r["reply_to"]: turn_from_row(r) for r in rows if r["role"] == "assistant"}
         prior: list[Turn] = []
         for row in rows:
             if row["role"] == "user" and row["seq"] < turn.seq and row["state"] == "answered":
-                prior.append(_turn(row))
+                prior.append(turn_from_row(row))
                 if row["id"] in replies:
                     prior.append(replies[row["id"]])
         return prior
@@ -362,12 +334,6 @@ class TurnQueue(Database):
         return True
 
 
-# The request id of a worker's model calls for a turn: the prefix, then the turn's id.
-TURN_REQUEST = "turn-"
-# What forgetting a thread leaves in the LLM log rows of its turns' model calls.
-FORGOTTEN_THREAD = "[erased: its thread was forgotten]"
-
-
 def _erase_answers(db: Connection, turn_ids: Sequence[str]) -> None:
     """Deletes the telemetry of the answers to ``turn_ids`` (their evidence cascades) and
     erases the text of the model calls made for them."""
@@ -387,22 +353,4 @@ def _erase_calls(db: Connection, turn_ids: Sequence[str]) -> None:
     db.execute(
         f"UPDATE llm_log SET prompt = ?, response = ? WHERE request_id IN ({marks})",
         (FORGOTTEN_THREAD, FORGOTTEN_THREAD, *(f"{TURN_REQUEST}{t}" for t in turn_ids)),
-    )
-
-
-def _turn(row: Row) -> Turn:
-    return Turn(
-        row["id"],
-        row["thread_id"],
-        row["role"],
-        row["text"],
-        json.loads(row["citations"]),
-        row["state"],
-        row["error"],
-        row["seq"],
-        row["created_at"],
-        row["tenant"] or "",
-        bool(row["include_sensitive"]),
-        row["reply_to"] or "",
-        as_of=row["as_of"] or "",
     )
