@@ -67,13 +67,7 @@ class TurnQueue(Database):
         stamp = now_iso()
         with self._tx() as db:
             if thread_id:
-                if (
-                    db.execute(
-                        "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
-                    ).fetchone()
-                    is None
-                ):
-                    raise NotFound(f"no thread {thread_id!r}")
+                _require_thread(db, tenant, thread_id)
             else:
                 thread_id = new_id()
                 db.execute(
@@ -121,13 +115,7 @@ class TurnQueue(Database):
     def list_turns(self, tenant: str, thread_id: str) -> list[Turn]:
         """Every turn of a thread, oldest first; NotFound for an unknown thread."""
         with self._read() as db:
-            if (
-                db.execute(
-                    "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no thread {thread_id!r}")
+            _require_thread(db, tenant, thread_id)
             rows = db.execute(
                 "SELECT t.*, ? AS tenant FROM turns t WHERE thread_id = ? ORDER BY seq",
                 (tenant, thread_id),
@@ -288,13 +276,7 @@ class TurnQueue(Database):
         thread unknown to this tenant. A worker answering a turn of it finds its claim gone,
         writes nothing, and erases what its answer left (``forget_dropped_answer``)."""
         with self._tx() as db:
-            if (
-                db.execute(
-                    "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no thread {thread_id!r} (GET /v1/threads lists them)")
+            _require_thread(db, tenant, thread_id, " (GET /v1/threads lists them)")
             ids = [
                 str(row[0])
                 for row in db.execute("SELECT id FROM turns WHERE thread_id = ?", (thread_id,))
@@ -332,6 +314,15 @@ class TurnQueue(Database):
             db.execute("DELETE FROM telemetry_turns WHERE id = ?", (telemetry_turn_id,))
             _erase_calls(db, [turn_id])
         return True
+
+
+def _require_thread(db: Connection, tenant: str, thread_id: str, hint: str = "") -> None:
+    """NotFound unless ``thread_id`` is a thread of ``tenant`` (another tenant's is unknown)."""
+    found = db.execute(
+        "SELECT 1 FROM threads WHERE id = ? AND tenant = ?", (thread_id, tenant)
+    ).fetchone()
+    if found is None:
+        raise NotFound(f"no thread {thread_id!r}{hint}")
 
 
 def _erase_answers(db: Connection, turn_ids: Sequence[str]) -> None:
