@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 
 import pytest
 
-from memex.shared.testing import STACK_DEFAULT_PORTS, free_ports
+from memex.shared import testing
+from memex.shared.testing import STACK_DEFAULT_PORTS, free_ports, port_block
 
 
-def test_free_ports_are_distinct_and_never_a_stack_default() -> None:
+def test_free_ports_are_distinct_below_the_ephemeral_range_and_never_a_stack_default() -> None:
     ports = free_ports(64)
     assert len(set(ports)) == 64
     assert not set(ports) & STACK_DEFAULT_PORTS
+    assert all(port in port_block() and port < 32768 for port in ports)
 
 
-def test_a_stack_default_handed_out_by_the_kernel_is_passed_over(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("worker", "block"), [("gw0", 0), ("gw1", 1), ("gw5", 1), ("", 0)])
+def test_each_xdist_worker_draws_from_its_own_block(
+    monkeypatch: pytest.MonkeyPatch, worker: str, block: int
 ) -> None:
-    handed_out = iter([50055, 50054, 41000, 41001])
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+    start = testing.PORT_BASE + block * testing.PORT_BLOCK
+    assert port_block() == range(start, start + testing.PORT_BLOCK)
+    assert all(port in port_block() for port in free_ports(8))
 
-    class Socket(socket.socket):
-        def getsockname(self) -> tuple[str, int]:
-            return ("127.0.0.1", next(handed_out))
 
-    monkeypatch.setattr(socket, "socket", Socket)  # as free_ports opens them
-    assert free_ports(2) == [41000, 41001]
+def test_a_port_in_use_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    in_use = free_ports(1)[0]
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", in_use))
+        holder.listen()
+        offset = port_block().index(in_use)
+        monkeypatch.setattr(testing, "_drawn", itertools.count(offset))  # it comes next
+        [port] = free_ports(1)
+        assert port != in_use and port in port_block()
