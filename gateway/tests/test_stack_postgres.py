@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from memex.gateway.stack import StackSettings, stack_services
+from memex.shared import testing
 
 
 def settings(tmp_path: Path, **fields: object) -> StackSettings:
@@ -47,3 +48,14 @@ def test_postgres_ports_are_checked_only_when_postgres_runs(
     settings(tmp_path, postgres_port=50054, orchestrator_port=50054)  # sqlite: unused port
     with pytest.raises(ValidationError, match="MEMEX_ORCHESTRATOR_PORT and MEMEX_POSTGRES_PORT"):
         settings(tmp_path, state="postgres", postgres_port=50054, orchestrator_port=50054)
+
+
+def test_no_default_port_of_the_stack_is_one_a_test_draws() -> None:
+    """A test that pins some ports and leaves the rest at their defaults (``free_ports``)."""
+    drawn = range(testing.PORT_BASE, testing.PORT_BASE + testing.PORT_BLOCK * testing.PORT_BLOCKS)
+    defaults = {
+        name: field.default
+        for name, field in StackSettings.model_fields.items()
+        if name.endswith("_port")
+    }
+    assert {name: port for name, port in defaults.items() if port in drawn} == {}

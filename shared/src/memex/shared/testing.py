@@ -26,18 +26,14 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 SHARED_DATA = REPO_ROOT.parent / "shared"
 
 
-# The stack's default ports that sit inside Linux's ephemeral range (32768-60999): a test that
-# pins some ports and leaves the rest at their defaults must not draw one of these for the former
-# (a CI run failed on exactly that: a drawn orchestrator port equal to the worker's default).
-STACK_DEFAULT_PORTS = frozenset(range(50051, 50060)) | {54329}
-
-# Test ports are drawn below Linux's ephemeral range, each pytest-xdist worker from its own
-# block. A port the kernel hands out for bind(0) is released when it is drawn and can be handed
-# out again at once: as the local port of any process's outgoing connection, or to a second
-# worker drawing ports for its own stack (a CI run with two e2e workers failed on that: an
-# orchestrator's metrics port was in use by the time it bound it). Below the ephemeral range
+# Test ports are drawn below Linux's ephemeral range (32768-60999), each pytest-xdist worker
+# from its own block. A port the kernel hands out for bind(0) is released when it is drawn and
+# can be handed out again at once: as the local port of any process's outgoing connection, or to
+# a second worker drawing ports for its own stack (a CI run with two e2e workers failed on that:
+# an orchestrator's metrics port was in use by the time it bound it). Below the ephemeral range
 # the kernel gives no port to a connection, and no two workers draw from the same block; each
-# port is still checked free by binding it.
+# port is still checked free by binding it. Every default port of the stack lies outside the
+# blocks, so a test that pins some ports and leaves the rest at their defaults never draws one.
 PORT_BLOCK = 3000
 PORT_BLOCKS = 4  # the unit phase's most workers (--maxprocesses=4)
 PORT_BASE = 32768 - PORT_BLOCK * PORT_BLOCKS  # 20768: the blocks end where the range starts
@@ -54,32 +50,30 @@ def port_block() -> range:
 
 
 def free_port() -> int:
-    """A TCP port that was free on loopback a moment ago, never one of the stack's defaults."""
+    """A TCP port of this worker's block that was free on loopback a moment ago."""
     return free_ports(1)[0]
 
 
 def free_ports(count: int) -> list[int]:
     """``count`` distinct TCP ports of this worker's block (``port_block``) that were free on
-    loopback a moment ago, none of them one of the stack's default ports. Every socket stays
-    bound until all are chosen, so a port in use by anyone is passed over."""
+    loopback a moment ago. Every socket stays bound until all are chosen, so a port in use by
+    anyone is passed over."""
     block = port_block()
     with contextlib.ExitStack() as held:
         chosen: list[int] = []
-        for _ in range(len(block)):
+        for _ in block:
             if len(chosen) == count:
-                return chosen
+                break
             port = block[next(_drawn) % len(block)]
-            if port in STACK_DEFAULT_PORTS:
-                continue
             sock = held.enter_context(socket.socket())
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue  # in use, or still in TIME_WAIT from an earlier stack
             chosen.append(port)
-        if len(chosen) == count:
-            return chosen
-    raise RuntimeError(f"no {count} free ports left in {block}")
+    if len(chosen) < count:
+        raise RuntimeError(f"no {count} free ports left in {block}")
+    return chosen
 
 
 def require(path: Path, why: str) -> Path:
