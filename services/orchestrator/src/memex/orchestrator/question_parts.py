@@ -66,8 +66,8 @@ def standalone(part: str, question: str) -> str:
     """``part`` of ``question`` as a question of its own. A part that is only a question word
     asks it of the clause of the part before it: "How much of my deposit did Graham agree to
     give back, and why?" gives "For what reason did Graham agree to give back?" (a "why" is asked
-    as "for what reason", see the module's note). Any other part, or one
-    whose earlier part has no auxiliary verb to start a clause from, is returned as it is."""
+    as "for what reason", see the module's note). Any other part, or one whose earlier part has
+    no auxiliary verb to start a clause from, is returned as it is."""
     word = part.strip().rstrip(" ?.")
     parts = question_parts(question)
     if len(word.split()) != 1 or not _OPENING.fullmatch(word) or part not in parts[1:]:
