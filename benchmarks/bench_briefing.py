@@ -22,9 +22,9 @@ from pathlib import Path
 
 from memex.gateway.cli.eval_matching import contains, is_gold
 from memex.gateway.cli.eval_questions import parse_questions
-from memex.orchestrator.clients import GrpcMemory
+from memex.orchestrator.answer.sources import estimate_tokens, render_all, select
 from memex.orchestrator.ports import SearchSpec
-from memex.orchestrator.sources import estimate_tokens, render_all, select
+from memex.orchestrator.wire.clients import GrpcMemory
 
 # (excerpt_chars, lead_excerpt_chars, briefing tokens): today's default first.
 SETTINGS = [

@@ -18,10 +18,10 @@ import json
 import re
 from pathlib import Path
 
-from memex.orchestrator import conflicts
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import segments, terms
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer import conflicts
+from memex.orchestrator.answer.lexical import segments, terms
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.memory.items import ShownItem
 
 BRIEFED = 8
 _FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)

@@ -29,14 +29,14 @@ from pathlib import Path
 
 from memex.gateway.cli.eval_matching import is_gold
 from memex.gateway.cli.eval_questions import Question, parse_questions
-from memex.orchestrator.clients import GrpcMemory
+from memex.orchestrator.answer.question_parts import question_parts
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.fusion import rrf
-from memex.orchestrator.items import ShownItem, note_path
-from memex.orchestrator.persona import load_personas
-from memex.orchestrator.pipeline import Retriever
-from memex.orchestrator.planner import parse_plan
-from memex.orchestrator.question_parts import question_parts
+from memex.orchestrator.memory.items import ShownItem, note_path
+from memex.orchestrator.turn.fusion import rrf
+from memex.orchestrator.turn.persona import load_personas
+from memex.orchestrator.turn.pipeline import Retriever
+from memex.orchestrator.turn.planner import parse_plan
+from memex.orchestrator.wire.clients import GrpcMemory
 
 LEADING = 3
 

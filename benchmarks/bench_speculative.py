@@ -38,8 +38,8 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
 
-from memex.orchestrator.briefing import ANSWER_RULES, system_prompt, today_line
-from memex.orchestrator.persona import load_personas
+from memex.orchestrator.answer.briefing import ANSWER_RULES, system_prompt, today_line
+from memex.orchestrator.turn.persona import load_personas
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.engine import ChatMessage, Delta, Finished, GenerationRequest, Sampling
 from memex.reasoner.llama_engine import LlamaCppEngine
@@ -125,8 +125,8 @@ def excerpt(text: str, cap: int = EXCERPT_CHARS) -> str:
 
 
 def messages(notes: Sequence[tuple[str, str]], question: str) -> tuple[ChatMessage, ...]:
-    """The ask's two messages, as ``memex.orchestrator.briefing.answer_messages`` lays them out
-    (a note's source header is its file name, as memex titles these notes)."""
+    """The ask's two messages, as ``memex.orchestrator.answer.briefing.answer_messages``
+    lays them out (a note's source header is its file name, as memex titles these notes)."""
     persona = load_personas().get("", "ask")
     sources = "\n\n".join(f"[{n}] {name}\n{text}" for n, (name, text) in enumerate(notes, 1))
     return (

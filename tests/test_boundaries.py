@@ -147,7 +147,7 @@ def test_the_known_breaks_are_still_there() -> None:
 def test_the_rules_catch_what_they_forbid() -> None:
     assert forbidden("shared", "memex.gateway.stack")
     assert forbidden("shared", "memex.retrieval.v1.retrieval_pb2")
-    assert forbidden("gateway", "memex.orchestrator.store")
+    assert forbidden("gateway", "memex.orchestrator.state.store")
     assert forbidden("retrieval", "memex.gateway.app")
     assert forbidden("orchestrator", "memex.retrieval.store")
     assert forbidden("gateway", "memex.orchestrator.v1.orchestrator_pb2") is None

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memex.orchestrator.lexical import squash
+from memex.orchestrator.answer.lexical import squash
 
 from .conftest import DemoStack
 

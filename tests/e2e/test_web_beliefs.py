@@ -22,8 +22,8 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from memex.orchestrator import beliefs as b
-from memex.orchestrator.clients import GrpcMemory
+from memex.orchestrator.learning import beliefs as b
+from memex.orchestrator.wire.clients import GrpcMemory
 from memex.shared import internal_auth
 
 from .conftest import DemoStack

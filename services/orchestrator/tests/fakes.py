@@ -16,10 +16,10 @@ from typing import Any
 
 import grpc
 
+from memex.orchestrator.answer.lexical import segments
+from memex.orchestrator.answer.sources import Source
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.items import Note, Record, ShownItem, Timeline
-from memex.orchestrator.lexical import segments
-from memex.orchestrator.persona import load_personas
+from memex.orchestrator.memory.items import Note, Record, ShownItem, Timeline
 from memex.orchestrator.ports import (
     ChatMessage,
     ForgottenNote,
@@ -30,10 +30,10 @@ from memex.orchestrator.ports import (
     Usage,
 )
 from memex.orchestrator.service import Orchestrator, build_orchestrator
-from memex.orchestrator.servicer import OrchestratorServicer
-from memex.orchestrator.sources import Source
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.state.store import OrchestratorStore
+from memex.orchestrator.turn.persona import load_personas
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.orchestrator.wire.servicer import OrchestratorServicer
 from memex.shared.errors import NotFound
 from memex.shared.interceptors import CallInterceptor
 from memex.shared.server import EngineSlot

@@ -8,7 +8,7 @@ import pytest
 
 from memex.orchestrator.answer.judging import informative, on_topic
 from memex.orchestrator.answer.reading import declines, read
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.sources import Source
 
 from .fakes import SOURCES, source
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from memex.orchestrator.answer.lexical import segments
 from memex.orchestrator.answer.polarity import Stance, contradicts, stances
 from memex.orchestrator.answer.reading import read
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import segments
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.memory.items import ShownItem
 
 NOTE = (
     "Blocks can refer to their argument as `it`. Note: we cannot mix numbered parameters "

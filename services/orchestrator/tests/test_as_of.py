@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator import as_of
-from memex.orchestrator.briefing import today_line
-from memex.orchestrator.chat import ChatEvent, Done, Meta
+from memex.orchestrator.answer.briefing import today_line
+from memex.orchestrator.conversation.chat import ChatEvent, Done, Meta
+from memex.orchestrator.memory import as_of
 from memex.orchestrator.ports import SearchSpec
 from memex.shared.errors import InvalidArgument
 

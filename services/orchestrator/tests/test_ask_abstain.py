@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.memory.items import ShownItem
 
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner
 

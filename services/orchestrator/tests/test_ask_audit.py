@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.policy import scope
+from memex.orchestrator.memory.policy import scope
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.ask_events import Draft, Finished, Redraft, Started
-from memex.orchestrator.briefing import today_line
+from memex.orchestrator.answer.briefing import today_line
+from memex.orchestrator.ask.asker import Asker
+from memex.orchestrator.ask.events import Draft, Finished, Redraft, Started
 
 from .fakes import (
     ANSWER,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.briefing import CITE_REMINDER, today_line
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.answer.briefing import CITE_REMINDER, today_line
+from memex.orchestrator.memory.items import ShownItem
 
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.ask_events import Draft, Finished
-from memex.orchestrator.briefing import CITE_REMINDER
+from memex.orchestrator.answer.briefing import CITE_REMINDER
+from memex.orchestrator.ask.events import Draft, Finished
 
 from .fakes import ANSWER, NOTES, FakeMemory, TwoAnswers, make_orchestrator
 

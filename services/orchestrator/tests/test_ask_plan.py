@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.briefing import EMPTY_MEMORY_ANSWER
+from memex.orchestrator.answer.briefing import EMPTY_MEMORY_ANSWER
 
 from .fakes import (
     ANSWER,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memex.orchestrator.ask_events import Draft, Finished, Started
+from memex.orchestrator.ask.events import Draft, Finished, Started
 
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.asked_kind import asked_kind, gives_kind
+from memex.orchestrator.answer.asked_kind import asked_kind, gives_kind
 
 
 @pytest.mark.parametrize(

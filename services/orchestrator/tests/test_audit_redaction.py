@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memex.orchestrator.chat import Meta
-from memex.orchestrator.redaction import Sensitive, redact
+from memex.orchestrator.conversation.chat import Meta
+from memex.orchestrator.record.redaction import Sensitive, redact
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 

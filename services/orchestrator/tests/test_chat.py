@@ -7,9 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.chat import ChatEvent, Chatter, Citations, Delta, Done, Error, Meta
-from memex.orchestrator.conversations import FORGOTTEN_CONVERSATION
-from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
+from memex.orchestrator.conversation.chat import (
+    ChatEvent,
+    Chatter,
+    Citations,
+    Delta,
+    Done,
+    Error,
+    Meta,
+)
+from memex.orchestrator.conversation.conversations import FORGOTTEN_CONVERSATION
+from memex.orchestrator.memory.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.shared.errors import InvalidArgument, NotFound, Unavailable
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator

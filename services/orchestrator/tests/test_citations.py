@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.citations import grade, parse_citations, police
-from memex.orchestrator.items import ShownItem
+from memex.orchestrator.answer.citations import grade, parse_citations, police
+from memex.orchestrator.memory.items import ShownItem
 
 SHOWN = [
     ShownItem(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from memex.orchestrator.answer.claim_check import Shown, holds, specifics, verdicts
+from memex.orchestrator.answer.lexical import segments
 from memex.orchestrator.answer.reading import read
+from memex.orchestrator.answer.sources import Source
 from memex.orchestrator.answer.streams import ClaimGate, ReplyStream
-from memex.orchestrator.claim_check import Shown, holds, specifics, verdicts
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import segments
-from memex.orchestrator.sources import Source
+from memex.orchestrator.memory.items import ShownItem
 
 
 def source(number: int, text: str, title: str) -> Source:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator import conflicts
+from memex.orchestrator.answer import conflicts
+from memex.orchestrator.answer.lexical import segments
 from memex.orchestrator.answer.reading import read
-from memex.orchestrator.chat import Citations, Delta
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import segments
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.conversation.chat import Citations, Delta
+from memex.orchestrator.memory.items import ShownItem
 
 from .fakes import FakeMemory, ScriptedReasoner, make_orchestrator
 

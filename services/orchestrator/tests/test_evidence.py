@@ -12,14 +12,14 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.chat import Done
-from memex.orchestrator.evidence import FORMAT, readable
-from memex.orchestrator.forget import NoteQuotes
-from memex.orchestrator.pipeline import PROMPT_VERSION
-from memex.orchestrator.policy import WITHHELD_HISTORY, WITHHELD_READ
+from memex.orchestrator.conversation.chat import Done
+from memex.orchestrator.memory.forget import NoteQuotes
+from memex.orchestrator.memory.policy import WITHHELD_HISTORY, WITHHELD_READ
 from memex.orchestrator.queue.worker import ChatWorker
+from memex.orchestrator.record.evidence import FORMAT, readable
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.state.store import OrchestratorStore
+from memex.orchestrator.turn.pipeline import PROMPT_VERSION
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.shared.errors import NotFound
 

@@ -12,11 +12,11 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.forget import NoteQuotes
-from memex.orchestrator.items import Citation
+from memex.orchestrator.memory.forget import NoteQuotes
+from memex.orchestrator.memory.items import Citation
 from memex.orchestrator.ports import ForgetCheck, ForgetCount, ForgottenNote
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import ERASED
+from memex.orchestrator.state.store import ERASED
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.shared.errors import NotFound
 

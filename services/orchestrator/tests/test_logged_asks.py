@@ -9,10 +9,10 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.items import Citation
+from memex.orchestrator.memory.items import Citation
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.state import migrations
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.state.store import OrchestratorStore
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
 from .conftest import older_database

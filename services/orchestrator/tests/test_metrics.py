@@ -8,9 +8,9 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY, generate_latest
 
-from memex.orchestrator.chat import Delta, Meta
-from memex.orchestrator.chat import Done as ChatDone
-from memex.orchestrator.policy import scope
+from memex.orchestrator.conversation.chat import Delta, Meta
+from memex.orchestrator.conversation.chat import Done as ChatDone
+from memex.orchestrator.memory.policy import scope
 
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator
 

@@ -3,8 +3,8 @@ and what a plan is completed with."""
 
 from __future__ import annotations
 
-from memex.orchestrator.citations import parse_citations
-from memex.orchestrator.planner import Step, parse_plan
+from memex.orchestrator.answer.citations import parse_citations
+from memex.orchestrator.turn.planner import Step, parse_plan
 
 
 def test_a_plan_with_a_raw_newline_in_a_query_is_kept() -> None:

@@ -16,7 +16,7 @@ import pytest
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.queue import worker
 from memex.orchestrator.queue.worker import nightly_reflect, seconds_until
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.state.store import OrchestratorStore
 
 
 def test_the_next_run_is_the_next_time_the_clock_shows_reflect_at() -> None:

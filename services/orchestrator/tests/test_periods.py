@@ -1,4 +1,4 @@
-"""The period a question names, read as a date window (``periods.py``)."""
+"""The period a question names, read as a date window (``memory/periods.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from memex.orchestrator.periods import named_period
+from memex.orchestrator.memory.periods import named_period
 
 TODAY = dt.date(2026, 12, 4)  # a Friday
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.orchestrator.persona import load_personas
+from memex.orchestrator.turn.persona import load_personas
 from memex.shared.errors import NotFound
 
 

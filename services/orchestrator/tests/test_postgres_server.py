@@ -1,4 +1,4 @@
-"""`python -m memex.orchestrator.postgres_server`, the stack's local PostgreSQL: it serves, and
+"""`python -m memex.orchestrator.state.postgres_server`, the stack's local PostgreSQL: it serves, and
 ``postgres`` (started through the module's ``exec`` form, with no preexec_fn) is its own child,
 runs as the cluster's owner, and dies with it when it is killed."""
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memex.orchestrator import postgres_server
+from memex.orchestrator.state import postgres_server
 from memex.shared.pgcluster import Cluster, find_bin_dir, owner
 from memex.shared.testing import free_port
 
@@ -71,7 +71,7 @@ def test_postgres_serves_as_its_child_and_dies_with_it() -> None:
         "MEMEX_POSTGRES_HEALTH_PORT": str(free_port()),
     }
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "memex.orchestrator.postgres_server"],
+        [sys.executable, "-m", "memex.orchestrator.state.postgres_server"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     server = 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memex.orchestrator.answer.judging import unaddressed_parts
+from memex.orchestrator.answer.question_parts import question_parts, standalone
 from memex.orchestrator.answer.reading import Reading
-from memex.orchestrator.items import GroundingReport
-from memex.orchestrator.question_parts import question_parts, standalone
+from memex.orchestrator.memory.items import GroundingReport
 
 
 @pytest.mark.parametrize(

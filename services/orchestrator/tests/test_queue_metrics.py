@@ -9,7 +9,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from memex.orchestrator.metrics import queue_metrics
-from memex.orchestrator.store import OrchestratorStore, PendingTurns
+from memex.orchestrator.state.store import OrchestratorStore, PendingTurns
 
 COUNT = "memex_orchestrator_pending_turns"
 AGE = "memex_orchestrator_oldest_pending_turn_age_seconds"

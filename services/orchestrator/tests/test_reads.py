@@ -13,9 +13,9 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 
 from memex.common.v1 import common_pb2
-from memex.orchestrator.clients import GrpcMemory
 from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.orchestrator.wire.clients import GrpcMemory
 from memex.retrieval.v1 import retrieval_pb2 as rpb
 from memex.retrieval.v1 import retrieval_pb2_grpc
 

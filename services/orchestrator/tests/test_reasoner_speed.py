@@ -9,8 +9,8 @@ import pytest
 
 from memex.orchestrator import service
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.pipeline import Briefer
 from memex.orchestrator.ports import ReasonerInfo
+from memex.orchestrator.turn.pipeline import Briefer
 from memex.shared.errors import Unavailable
 
 

@@ -14,15 +14,15 @@ from typing import Any
 import grpc
 import pytest
 
-from memex.orchestrator.beliefs import Evidence, earlier, from_record, graded
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.items import Note, Record, ShownItem
-from memex.orchestrator.persona import load_personas
-from memex.orchestrator.pipeline import briefed_belief
+from memex.orchestrator.learning.beliefs import Evidence, earlier, from_record, graded
+from memex.orchestrator.memory.items import Note, Record, ShownItem
 from memex.orchestrator.ports import ChatMessage, GenerateOptions, NoteSummary, ReasonerInfo, Usage
 from memex.orchestrator.queue.worker import seconds_until
 from memex.orchestrator.service import Orchestrator, build_orchestrator
-from memex.orchestrator.store import OrchestratorStore
+from memex.orchestrator.state.store import OrchestratorStore
+from memex.orchestrator.turn.persona import load_personas
+from memex.orchestrator.turn.pipeline import briefed_belief
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.shared.errors import FailedPrecondition, NotFound
 

@@ -7,9 +7,8 @@ from collections import Counter
 
 import pytest
 
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import terms
-from memex.orchestrator.sources import (
+from memex.orchestrator.answer.lexical import terms
+from memex.orchestrator.answer.sources import (
     EMPTY_MEMORY_NOTE,
     dateline,
     estimate_tokens,
@@ -20,6 +19,7 @@ from memex.orchestrator.sources import (
     spoken_date,
     tighten,
 )
+from memex.orchestrator.memory.items import ShownItem
 
 
 def item(n: int, text: str, **fields: object) -> ShownItem:
@@ -241,8 +241,13 @@ def test_the_briefing_says_what_day_it_is() -> None:
     # "last year's review" and "how long ago" count from today. The line is in the user's
     # message, so the system prompt stays one cached prefix: an ask has it after the sources
     # (a first pass's prompt is still the start of its widened one), a chat turn first.
-    from memex.orchestrator.briefing import CITE_REMINDER, answer_messages, chat_turn, today_line
-    from memex.orchestrator.persona import load_personas
+    from memex.orchestrator.answer.briefing import (
+        CITE_REMINDER,
+        answer_messages,
+        chat_turn,
+        today_line,
+    )
+    from memex.orchestrator.turn.persona import load_personas
 
     day = dt.date(2026, 12, 4)
     assert today_line(day) == "Today is Friday 4 December 2026."

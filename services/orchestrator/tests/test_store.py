@@ -13,10 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.conversations import FORGOTTEN_CONVERSATION
-from memex.orchestrator.items import Citation
+from memex.orchestrator.conversation.conversations import FORGOTTEN_CONVERSATION
+from memex.orchestrator.memory.items import Citation
 from memex.orchestrator.state import migrations
-from memex.orchestrator.store import ERASED, OrchestratorStore
+from memex.orchestrator.state.store import ERASED, OrchestratorStore
 from memex.shared.errors import FailedPrecondition, NotFound, Unavailable
 from memex.shared.settings import describe_invalid
 from memex.shared.testing import free_port

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memex.orchestrator.stream_filter import (
+from memex.orchestrator.answer.stream_filter import (
     CITATIONS_MARKER,
     THINK_CLOSE,
     THINK_OPEN,

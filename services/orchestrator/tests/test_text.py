@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memex.orchestrator.redaction import redact
-from memex.orchestrator.text import PriorTurn, compose_query, conversation_title
+from memex.orchestrator.conversation.text import PriorTurn, compose_query, conversation_title
+from memex.orchestrator.record.redaction import redact
 
 
 @pytest.mark.parametrize(

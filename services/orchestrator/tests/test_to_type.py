@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from memex.orchestrator.answer.lexical import segments
 from memex.orchestrator.answer.reading import read
-from memex.orchestrator.items import ShownItem
-from memex.orchestrator.lexical import segments
-from memex.orchestrator.sources import Source
-from memex.orchestrator.to_type import code_lines, line_to_type, lines_to_type
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.answer.to_type import code_lines, line_to_type, lines_to_type
+from memex.orchestrator.memory.items import ShownItem
 
 CLONE = (
     "Using the `--depth` flag with `git-clone` clones a repo without its history.\n\n"

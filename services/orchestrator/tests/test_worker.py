@@ -14,12 +14,12 @@ import pytest
 from prometheus_client import REGISTRY
 
 from memex.gateway.stack import StackSettings, private_stack_env, stack_services
-from memex.orchestrator.ask_events import AskResult
-from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
+from memex.orchestrator.ask.events import AskResult
+from memex.orchestrator.memory.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.queue.turns import FORGOTTEN_THREAD, TURN_REQUEST
 from memex.orchestrator.queue.worker import ChatWorker, WorkerService
 from memex.orchestrator.service import Orchestrator
-from memex.orchestrator.store import OrchestratorStore, Turn
+from memex.orchestrator.state.store import OrchestratorStore, Turn
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
 from memex.shared.testing import serving

@@ -1,7 +1,7 @@
 """An answer's evidence bundle (issue 37) as the surfaces hand it out: the shape of the JSON file
 (docs/evidence.md), checked here before it leaves the gateway, so the OpenAPI spec and the file
-agree. The orchestrator builds it (``memex.orchestrator.evidence``); this module only describes
-and checks it.
+agree. The orchestrator builds it (``memex.orchestrator.record.evidence``); this module only
+describes and checks it.
 """
 
 from __future__ import annotations

@@ -68,12 +68,12 @@ def gateway_service(settings: StackSettings, upstream: list[ServiceDef]) -> Serv
 
 
 def postgres_service(settings: StackSettings) -> ServiceDef:
-    """The local PostgreSQL of ``--state postgres`` (``memex.orchestrator.postgres_server``):
+    """The local PostgreSQL of ``--state postgres`` (``memex.orchestrator.state.postgres_server``):
     created once in ``postgres_dir``, on loopback; healthy once its memex database accepts
     connections (its launcher's gRPC health)."""
     return ServiceDef(
         name="postgres",
-        module="memex.orchestrator.postgres_server",
+        module="memex.orchestrator.state.postgres_server",
         address=f"{settings.host}:{settings.postgres_health_port}",
         health_service="",
         env={

@@ -1,6 +1,6 @@
 """What the orchestrator needs from the other stages, as small protocols (no gRPC here).
 
-`clients.py` implements them over gRPC; unit tests use fakes.
+`wire/clients.py` implements them over gRPC; unit tests use fakes.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from memex.orchestrator.items import Note, Record, ShownItem, Timeline
+from memex.orchestrator.memory.items import Note, Record, ShownItem, Timeline
 
 Role = Literal["system", "user", "assistant"]
 

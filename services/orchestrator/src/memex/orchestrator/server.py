@@ -10,8 +10,8 @@ import grpc
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.metrics import queue_metrics
 from memex.orchestrator.service import Orchestrator, open_orchestrator
-from memex.orchestrator.servicer import OrchestratorServicer
 from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
+from memex.orchestrator.wire.servicer import OrchestratorServicer
 from memex.shared.server import EngineSlot, GrpcService
 
 SERVICE = orchestrator_pb2.DESCRIPTOR.services_by_name["OrchestratorService"]

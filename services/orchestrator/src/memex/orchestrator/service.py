@@ -1,8 +1,9 @@
 """The orchestrator's engine: ask, chat, memory reads, conversations and turns, wired once at
 start.
 
-``build_orchestrator`` builds each pipeline stage (``pipeline.py``) with exactly what it needs and
-hands the stages to ask and chat; ``open_orchestrator`` opens the store and the channels around it.
+``build_orchestrator`` builds each pipeline stage (``turn/pipeline.py``) with exactly what it needs
+and hands the stages to ask and chat; ``open_orchestrator`` opens the store and the channels around
+it.
 """
 
 from __future__ import annotations
@@ -15,25 +16,25 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memex.orchestrator import as_of as as_of_day
-from memex.orchestrator import evidence
-from memex.orchestrator.ask import Asker
-from memex.orchestrator.audit import AuditedReasoner
-from memex.orchestrator.chat import Chatter
-from memex.orchestrator.clients import GrpcMemory, GrpcReasoner
+from memex.orchestrator.ask.asker import Asker
 from memex.orchestrator.config import OrchestratorSettings
-from memex.orchestrator.conversations import Conversation, Message
-from memex.orchestrator.forget import NoteForgetter, NoteReceipt
-from memex.orchestrator.generation import Generator
-from memex.orchestrator.persona import Personas, load_personas
-from memex.orchestrator.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
-from memex.orchestrator.policy import WITHHELD_READ
+from memex.orchestrator.conversation.chat import Chatter
+from memex.orchestrator.conversation.conversations import Conversation, Message
+from memex.orchestrator.conversation.text import conversation_title
+from memex.orchestrator.learning.reflect import Reflector
+from memex.orchestrator.memory import as_of as as_of_day
+from memex.orchestrator.memory.forget import NoteForgetter, NoteReceipt
+from memex.orchestrator.memory.policy import WITHHELD_READ
+from memex.orchestrator.memory.reads import Reads
 from memex.orchestrator.ports import BeliefMemory, Memory, Reasoner, ReasonerInfo
 from memex.orchestrator.queue import events as turn_events
-from memex.orchestrator.reads import Reads
-from memex.orchestrator.reflect import Reflector
-from memex.orchestrator.store import OrchestratorStore, Turn
-from memex.orchestrator.text import conversation_title
+from memex.orchestrator.record import evidence
+from memex.orchestrator.record.audit import AuditedReasoner
+from memex.orchestrator.state.store import OrchestratorStore, Turn
+from memex.orchestrator.turn.generation import Generator
+from memex.orchestrator.turn.persona import Personas, load_personas
+from memex.orchestrator.turn.pipeline import Briefer, Pipeline, Recorder, Retriever, Sensitivity
+from memex.orchestrator.wire.clients import GrpcMemory, GrpcReasoner
 from memex.shared.errors import InvalidArgument, MemexError, ResourceExhausted, Unavailable
 
 log = logging.getLogger(__name__)

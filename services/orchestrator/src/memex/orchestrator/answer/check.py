@@ -1,10 +1,10 @@
 """The claim check over a whole answer (issue 35): each sentence's specifics are checked
-(``claim_check.py``) against the sources the answer cites, and a sentence that states a specific
-no cited source holds is cut, or only its bracketed aside when that is where the specific is;
-so is a sentence that says the opposite of its notes ("you can mix" where they write "cannot
-mix", ``polarity.py``); again, until nothing more is cut. Whether the answer's main claim was
-cut, and which parts of a compound question lost their only answer, are kept for the reading
-and ask's abstention rules.
+(``answer/claim_check.py``) against the sources the answer cites, and a sentence that states a
+specific no cited source holds is cut, or only its bracketed aside when that is where the specific
+is; so is a sentence that says the opposite of its notes ("you can mix" where they write "cannot
+mix", ``polarity.py``); again, until nothing more is cut. Whether the answer's main claim was cut,
+and which parts of a compound question lost their only answer, are kept for the reading and ask's
+abstention rules.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memex.orchestrator.answer.claim_check import Shown, specifics, unsupported, verdicts
 from memex.orchestrator.answer.claims import YES_NO, Claim, claims_of, reanchor, says_more
+from memex.orchestrator.answer.lexical import terms
 from memex.orchestrator.answer.numbers import MARKER
 from memex.orchestrator.answer.polarity import contradicts
-from memex.orchestrator.claim_check import Shown, specifics, unsupported, verdicts
-from memex.orchestrator.items import CheckedSpecific
-from memex.orchestrator.lexical import terms
-from memex.orchestrator.question_parts import question_parts
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.question_parts import question_parts
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.memory.items import CheckedSpecific
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,12 @@ class Checked:
 def check_claims(
     text: str, sources: Sequence[Source], question: str = "", said: str = ""
 ) -> Checked:
-    """The claim check (``claim_check.py``): each sentence's specifics against the sources the
-    answer cites (all shown sources when it cites none: attribution then finds its sources), a
-    sentence with an unsupported specific cut from the answer. Cutting a sentence may take the
-    only citation of a source another sentence relied on, so the check runs again over what is
-    left until nothing more is cut. What the question or ``said`` (a chat's earlier messages)
-    writes is restated, not claimed."""
+    """The claim check (``answer/claim_check.py``): each sentence's specifics against the sources
+    the answer cites (all shown sources when it cites none: attribution then finds its sources), a
+    sentence with an unsupported specific cut from the answer. Cutting a sentence may take the only
+    citation of a source another sentence relied on, so the check runs again over what is left until
+    nothing more is cut. What the question or ``said`` (a chat's earlier messages) writes is
+    restated, not claimed."""
     context = f"{question}\n{said}" if said else question
     found: list[CheckedSpecific] = []
     dropped: list[str] = []

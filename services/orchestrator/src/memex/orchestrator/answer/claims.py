@@ -16,6 +16,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memex.orchestrator.answer.claim_check import (
+    SpecificKind,
+    holds,
+    specifics,
+)
+from memex.orchestrator.answer.claim_check import (
+    occurs_in as _occurs_in,
+)
 from memex.orchestrator.answer.grading import (
     PARAPHRASE_AT,
     RANK,
@@ -23,17 +31,9 @@ from memex.orchestrator.answer.grading import (
     grade,
     shown_terms,
 )
+from memex.orchestrator.answer.lexical import Segment, coverage, is_number, segments, terms
 from memex.orchestrator.answer.numbers import LEADING_MARKERS, MARKER, named_by
-from memex.orchestrator.claim_check import (
-    SpecificKind,
-    holds,
-    specifics,
-)
-from memex.orchestrator.claim_check import (
-    occurs_in as _occurs_in,
-)
-from memex.orchestrator.lexical import Segment, coverage, is_number, segments, terms
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.sources import Source
 
 # Words that point at the sources instead of saying what they hold: "I am in the office on the
 # following days: [1], [2], [3]" lists source numbers as its answer and says nothing.

@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.orchestrator.claim_check import (
+from memex.orchestrator.answer.claim_check import (
     holds,
     specifics,
 )
-from memex.orchestrator.claim_check import (
+from memex.orchestrator.answer.claim_check import (
     occurs_in as _occurs_in,
 )
-from memex.orchestrator.items import Support
-from memex.orchestrator.lexical import (
+from memex.orchestrator.answer.lexical import (
     coverage,
     is_number,
     money,
@@ -31,7 +30,8 @@ from memex.orchestrator.lexical import (
     strip_list_mark,
     terms,
 )
-from memex.orchestrator.sources import Source, dateline
+from memex.orchestrator.answer.sources import Source, dateline
+from memex.orchestrator.memory.items import Support
 
 QUOTE_CAP = 300
 VERBATIM_AT = 0.9

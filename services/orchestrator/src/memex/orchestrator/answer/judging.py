@@ -1,5 +1,5 @@
-"""Judging a read answer as a whole, for ask's abstention rules (``ask_stages.py``) and its
-follow-up calls (``ask.py``): whether it says anything the question did not (``informative``),
+"""Judging a read answer as a whole, for ask's abstention rules (``ask/stages.py``) and its
+follow-up calls (``ask/asker.py``): whether it says anything the question did not (``informative``),
 whether the notes it cites are about the question (``on_topic``, ``cited_notes``), how well its
 best citation holds its claim (``strength``), and which parts of a compound question it leaves
 out (``unaddressed_parts``).
@@ -10,17 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memex.orchestrator.answer.claims import says_more
-from memex.orchestrator.answer.grading import RANK
-from memex.orchestrator.answer.reading import Reading
-from memex.orchestrator.asked_kind import specific_kinds, wanted_forms
-from memex.orchestrator.claim_check import (
+from memex.orchestrator.answer.asked_kind import specific_kinds, wanted_forms
+from memex.orchestrator.answer.claim_check import (
     occurs_in as _occurs_in,
 )
-from memex.orchestrator.claim_check import specifics
-from memex.orchestrator.lexical import is_number, names, terms, topical
-from memex.orchestrator.question_parts import question_parts
-from memex.orchestrator.sources import Source
+from memex.orchestrator.answer.claim_check import specifics
+from memex.orchestrator.answer.claims import says_more
+from memex.orchestrator.answer.grading import RANK
+from memex.orchestrator.answer.lexical import is_number, names, terms, topical
+from memex.orchestrator.answer.question_parts import question_parts
+from memex.orchestrator.answer.reading import Reading
+from memex.orchestrator.answer.sources import Source
 
 _YES_NO_QUESTION = re.compile(
     r"^\s*(?:is|are|was|were|am|do|does|did|have|has|had|can|could|will|would|should|shall)\b",

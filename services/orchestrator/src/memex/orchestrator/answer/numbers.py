@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from memex.orchestrator.lexical import squash
-from memex.orchestrator.sources import Source, dateline
+from memex.orchestrator.answer.lexical import squash
+from memex.orchestrator.answer.sources import Source, dateline
 
 _NUMBERS = r"\^?\d{1,2}(?:\s*(?:,|;|and|&|-|\u2013)\s*\^?\d{1,2})*"
 MARKER = re.compile(

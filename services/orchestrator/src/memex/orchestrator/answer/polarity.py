@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memex.orchestrator.lexical import STOPWORDS, terms
+from memex.orchestrator.answer.lexical import STOPWORDS, terms
 
 # Each auxiliary with the family whose verbs it can be weighed against ("can" with "cannot",
 # "could" with "can't"; "must" with "should not" is not a contradiction, so families differ).

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memex.orchestrator.answer.check import check_claims
+from memex.orchestrator.answer.citations import parse_citations, police
 from memex.orchestrator.answer.claims import Claim, idle_sources, renumbered
 from memex.orchestrator.answer.grading import (
     ATTRIBUTE_AT,
@@ -30,12 +31,11 @@ from memex.orchestrator.answer.grading import (
     grade,
     types_exactly,
 )
+from memex.orchestrator.answer.lexical import money, only_measured, segments, squash, terms
 from memex.orchestrator.answer.numbers import lists_sources, rewrite, without
-from memex.orchestrator.citations import parse_citations, police
-from memex.orchestrator.items import CheckedSpecific, Citation, GroundingReport, note_path
-from memex.orchestrator.lexical import money, only_measured, segments, squash, terms
-from memex.orchestrator.sources import Source
-from memex.orchestrator.to_type import lines_to_type
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.answer.to_type import lines_to_type
+from memex.orchestrator.memory.items import CheckedSpecific, Citation, GroundingReport, note_path
 
 _DECLINED = re.compile(
     r"\b(?:i|we)\s+(?:do\s+not|don't|cannot|can't|could\s+not|couldn't)\s+"
@@ -73,8 +73,8 @@ class Reading:
     # Source numbers followed by the sources' own headers ("on [1] 2026-11-22, [2] 2026-06-02"):
     # the model listed what it was shown instead of answering.
     lists_sources: bool = False
-    # The claim check (``claim_check.py``): every specific the answer stated, with its verdict,
-    # and the sentences dropped because a specific of theirs is in no cited source.
+    # The claim check (``answer/claim_check.py``): every specific the answer stated, with its
+    # verdict, and the sentences dropped because a specific of theirs is in no cited source.
     specifics: tuple[CheckedSpecific, ...] = ()
     dropped_claims: tuple[str, ...] = ()
     # The answer's main claim (its first sentence that says more than the question) was dropped:
@@ -86,7 +86,7 @@ class Reading:
     # later call's answer to one part of the question is read together with (``merged``).
     raw: str = ""
     # The note's own line for a command the answer names in part, with the source's ref
-    # (``to_type.py``): what the person types, verbatim.
+    # (``answer/to_type.py``): what the person types, verbatim.
     to_type: tuple[tuple[str, str], ...] = ()
 
 

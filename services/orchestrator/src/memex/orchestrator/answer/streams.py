@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memex.orchestrator.answer.numbers import MARKER, marker_refs, named_by, sub_markers, tidy
-from memex.orchestrator.answer.reading import Reading, read_reply
-from memex.orchestrator.claim_check import (
+from memex.orchestrator.answer.claim_check import (
     NUMBER_WORD as _NUMBER_WORD,
 )
-from memex.orchestrator.claim_check import unsupported, verdicts
-from memex.orchestrator.sources import Source
-from memex.orchestrator.stream_filter import RepeatGuard, StreamFilter
+from memex.orchestrator.answer.claim_check import unsupported, verdicts
+from memex.orchestrator.answer.numbers import MARKER, marker_refs, named_by, sub_markers, tidy
+from memex.orchestrator.answer.reading import Reading, read_reply
+from memex.orchestrator.answer.sources import Source
+from memex.orchestrator.answer.stream_filter import RepeatGuard, StreamFilter
 
 
 class RefStream:

@@ -15,8 +15,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from memex.orchestrator import evidence_store
-from memex.orchestrator.items import Citation
+from memex.orchestrator.memory.items import Citation
 from memex.orchestrator.queue.events import CHANNEL, TurnEvents, payload
 from memex.orchestrator.queue.turns import (
     ERROR_TEXT_LIMIT,
@@ -27,6 +26,7 @@ from memex.orchestrator.queue.turns import (
     Turn,
     turn_from_row,
 )
+from memex.orchestrator.record import evidence_store
 from memex.orchestrator.state import Connection, Database, new_id, now_iso
 from memex.shared.errors import NotFound
 

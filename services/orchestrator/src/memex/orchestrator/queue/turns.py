@@ -1,5 +1,5 @@
-"""A queued turn and a thread as the queue stores them (SPEC B13), and what the queue writes in
-the rows of their model calls: the records ``store.py`` reads and writes, with no database code.
+"""A queued turn and a thread as the queue stores them (SPEC B13), and what the queue writes in the
+rows of their model calls: the records ``state/store.py`` reads and writes, with no database code.
 """
 
 from __future__ import annotations

@@ -28,12 +28,12 @@ import grpc
 
 from memex.orchestrator.__main__ import load_settings
 from memex.orchestrator.config import OrchestratorSettings
+from memex.orchestrator.conversation.text import PriorTurn, compose_query
+from memex.orchestrator.memory.policy import history_text
 from memex.orchestrator.metrics import WORKER_TURNS
-from memex.orchestrator.policy import history_text
 from memex.orchestrator.queue.turns import TURN_REQUEST
 from memex.orchestrator.service import Orchestrator, open_orchestrator
-from memex.orchestrator.store import Turn
-from memex.orchestrator.text import PriorTurn, compose_query
+from memex.orchestrator.state.store import Turn
 from memex.shared.errors import MemexError, is_disk_full
 from memex.shared.logs import configure_logging, request_id_var
 from memex.shared.server import EngineSlot, GrpcService

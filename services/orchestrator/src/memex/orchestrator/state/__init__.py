@@ -2,13 +2,14 @@
 on several machines), its transactions and the migrations.
 
 ``base.py`` holds what both engines share (the protocols, the migrations of ``schema.sql``);
-``sqlite.py`` and ``postgres.py`` are the engines, each importing only ``base``; this module
-picks one (``open_engine``) and wraps it in the ``Database`` the stores build on
-(``conversations.py``, ``queue/store.py``, ``telemetry.py``, ``traces.py``; ``store.py`` joins
-them). The stores write their SQL once, with ``?`` placeholders, and run it in ``_tx()`` (a write
-transaction) or ``_read()``; the engine (``Engine``) is the only part that differs. Calls are
-synchronous and short; async callers run them with ``asyncio.to_thread`` (on PostgreSQL too:
-each call takes a connection from a pool, so calls from several threads run at once).
+``sqlite.py`` and ``postgres.py`` are the engines, each importing only ``base``; this module picks
+one (``open_engine``) and wraps it in the ``Database`` the stores build on
+(``conversation/conversations.py``, ``queue/store.py``, ``record/telemetry.py``,
+``memory/traces.py``; ``state/store.py`` joins them). The stores write their SQL once, with ``?``
+placeholders, and run it in ``_tx()`` (a write transaction) or ``_read()``; the engine (``Engine``)
+is the only part that differs. Calls are synchronous and short; async callers run them with
+``asyncio.to_thread`` (on PostgreSQL too: each call takes a connection from a pool, so calls from
+several threads run at once).
 """
 
 from __future__ import annotations
