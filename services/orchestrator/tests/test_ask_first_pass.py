@@ -11,7 +11,7 @@ import pytest
 
 from memex.orchestrator.answer.briefing import today_line
 from memex.orchestrator.ask.asker import Asker
-from memex.orchestrator.ask.events import Draft, Finished, Redraft, Started
+from memex.orchestrator.ask.events import AskResult, Draft, Redraft, Started
 
 from .fakes import (
     ANSWER,
@@ -58,8 +58,8 @@ async def test_a_slow_model_answers_from_its_best_sources_when_they_hold_the_ans
     texts = [d.text for d in drafts if isinstance(d, Draft)]
     assert len(texts) == len(drafts)
     assert "".join(texts) == "The deposit is £800 [[Flat lease]]."
-    assert isinstance(finished, Finished)
-    result = finished.result
+    assert isinstance(finished, AskResult)
+    result = finished
     assert not result.abstained and result.stages == ["retrieve", "synthesize", "ground_check"]
     assert [(c.ref, c.path) for c in result.citations] == [("[[Flat lease]]", "home/Flat lease.md")]
 
@@ -82,9 +82,9 @@ async def test_a_first_pass_that_stands_is_kept_when_the_whole_briefing_confirms
     drafts = "".join(e.text for e in events if isinstance(e, Draft))
     assert drafts == "The deposit is £800 [[Flat lease]]."
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert finished.result.answer == drafts and not finished.result.abstained
-    assert finished.result.stages == ["retrieve", "synthesize", "ground_check", "confirm"]
+    assert isinstance(finished, AskResult)
+    assert finished.answer == drafts and not finished.abstained
+    assert finished.stages == ["retrieve", "synthesize", "ground_check", "confirm"]
 
 
 async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_less_well(
@@ -102,9 +102,9 @@ async def test_a_first_pass_is_kept_over_an_answer_that_rests_on_its_sources_les
     ]
     assert len(model.calls) == 2 and not [e for e in events if isinstance(e, Redraft)]
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert finished.result.answer == "The deposit is £800 [[Flat lease]]."
-    assert finished.result.stages[-1] == "confirm"
+    assert isinstance(finished, AskResult)
+    assert finished.answer == "The deposit is £800 [[Flat lease]]."
+    assert finished.stages[-1] == "confirm"
 
 
 async def test_the_whole_briefings_answer_that_adds_what_the_same_note_writes_replaces_it(
@@ -115,9 +115,9 @@ async def test_the_whole_briefings_answer_that_adds_what_the_same_note_writes_re
     asker = slow_asker(tmp_path, model, ask_confirm_first_pass=True)
     events = [e async for e in asker.stream("me", "the deposit?", include_sensitive=True)]
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert finished.result.answer == "The deposit is £800, as agreed with Dana [[Flat lease]]."
-    assert "replace" in finished.result.stages
+    assert isinstance(finished, AskResult)
+    assert finished.answer == "The deposit is £800, as agreed with Dana [[Flat lease]]."
+    assert "replace" in finished.stages
 
 
 @pytest.mark.parametrize(
@@ -146,9 +146,9 @@ async def test_a_whole_briefing_answer_that_adds_only_neighbours_or_answers_less
     assert [e for e in events if isinstance(e, Redraft)] == []
     assert len(model.calls) == 2
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert [c.ref for c in finished.result.citations] == ["[[Flat lease]]"]
-    assert finished.result.stages[-1] == "confirm"
+    assert isinstance(finished, AskResult)
+    assert [c.ref for c in finished.citations] == ["[[Flat lease]]"]
+    assert finished.stages[-1] == "confirm"
 
 
 @pytest.mark.parametrize(
@@ -175,8 +175,8 @@ async def test_a_first_pass_that_the_whole_briefing_answers_otherwise_is_replace
     before = "".join(e.text for e in events[:redraft] if isinstance(e, Draft))
     assert before == "The deposit is £800 [[Flat lease]]."
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    result = finished.result
+    assert isinstance(finished, AskResult)
+    result = finished
     assert result.answer.startswith(answer) and result.abstained is abstained
     assert result.stages[-2:] == ["confirm", "replace"]
     # An answer that abstains is not shown as a draft; the result says it.
@@ -196,9 +196,9 @@ async def test_a_whole_briefing_answer_broken_without_declining_leaves_the_draft
     ]
     assert len(model.calls) == 2 and not [e for e in events if isinstance(e, Redraft)]
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert finished.result.answer == "The deposit is £800 [[Flat lease]]."
-    assert not finished.result.abstained and finished.result.stages[-1] == "confirm"
+    assert isinstance(finished, AskResult)
+    assert finished.answer == "The deposit is £800 [[Flat lease]]."
+    assert not finished.abstained and finished.stages[-1] == "confirm"
 
 
 async def test_a_first_pass_that_showed_nothing_widens_without_a_redraft(tmp_path: Path) -> None:
@@ -243,8 +243,8 @@ async def test_a_first_answer_that_does_not_rest_on_its_sources_widens_to_the_wh
     assert "".join(after) == "Fixed after three visits [[Boiler]]."
     assert sum(isinstance(e, Redraft) for e in events) == 1
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    result = finished.result
+    assert isinstance(finished, AskResult)
+    result = finished
     assert not result.abstained
     assert result.stages == [
         "retrieve",

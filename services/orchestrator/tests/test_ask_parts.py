@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memex.orchestrator.answer.briefing import CITE_REMINDER
-from memex.orchestrator.ask.events import Draft, Finished
+from memex.orchestrator.ask.events import AskResult, Draft
 
 from .fakes import ANSWER, NOTES, FakeMemory, TwoAnswers, make_orchestrator
 
@@ -26,8 +26,8 @@ async def test_a_part_of_a_compound_question_the_answer_left_out_is_asked_for_ag
     assert part.startswith(first.removesuffix(CITE_REMINDER))
     assert "Still to answer: When is it returned?" in part
     finished = events[-1]
-    assert isinstance(finished, Finished)
-    result = finished.result
+    assert isinstance(finished, AskResult)
+    result = finished
     expected = "The deposit is £800 [[Flat lease]]. It is returned in May [[Flat lease]]."
     assert result.answer == expected and not result.abstained
     assert "".join(e.text for e in events if isinstance(e, Draft)) == expected

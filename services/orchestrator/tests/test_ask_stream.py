@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memex.orchestrator.ask.events import Draft, Finished, Started
+from memex.orchestrator.ask.events import AskResult, Draft, Started
 
 from .fakes import NOTES, FakeMemory, make_orchestrator, reasoner
 
@@ -26,7 +26,7 @@ async def test_the_ask_streams_its_draft_then_the_checked_result(tmp_path: Path)
         "".join(drafts) == "The deposit is £800 [[Flat lease]]. Dana is the landlord entities:dana."
     )
     assert all("[1" not in d and "[4" not in d for d in drafts)  # no raw number ever shows
-    assert isinstance(events[-1], Finished) and not events[-1].result.abstained
+    assert isinstance(events[-1], AskResult) and not events[-1].abstained
 
 
 async def test_a_space_streamed_alone_reaches_the_reader(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from memex.orchestrator.conversation.chat import (
     Citations,
     Delta,
     Done,
-    Error,
     Meta,
 )
 from memex.orchestrator.conversation.conversations import FORGOTTEN_CONVERSATION
@@ -194,17 +193,19 @@ async def test_a_reply_that_drew_on_sensitive_notes_is_not_history_for_a_message
     ]
 
 
-async def test_a_failure_after_the_first_event_becomes_an_error_event(tmp_path: Path) -> None:
+async def test_a_failure_after_the_first_event_ends_the_stream_with_the_error(
+    tmp_path: Path,
+) -> None:
     def fail(_: object) -> None:
         raise Unavailable("retrieval is down")
 
     model = ScriptedReasoner({CHAT: ["never"]})
-    events = await collect(
-        make_orchestrator(tmp_path, model, FakeMemory(NOTES, on_search=fail)).chatter, "", "hi"
-    )
-    assert isinstance(events[0], Meta)
-    assert isinstance(events[-1], Error) and events[-1].error.message == "retrieval is down"
-    assert not any(isinstance(e, Done) for e in events)
+    chatter = make_orchestrator(tmp_path, model, FakeMemory(NOTES, on_search=fail)).chatter
+    events: list[ChatEvent] = []
+    with pytest.raises(Unavailable, match="retrieval is down"):
+        async for event in chatter.chat("me", "", "hi", ""):
+            events.append(event)
+    assert [type(e) for e in events] == [Meta]
 
 
 async def test_bad_requests_fail_before_the_stream(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from memex.orchestrator.answer.briefing import EMPTY_MEMORY_ANSWER, answer_messa
 from memex.orchestrator.answer.judging import unaddressed_parts
 from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.ask.drafting import Answerer
-from memex.orchestrator.ask.events import AskEvent, AskResult, Draft, Finished, Redraft, Started
+from memex.orchestrator.ask.events import AskEvent, AskResult, Draft, Redraft, Started
 from memex.orchestrator.ask.stages import MAX_QUESTION_CHARS, PersonaCalls, abstain_reason
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory import as_of as as_of_day
@@ -98,8 +98,8 @@ class Asker:
         )
         async with contextlib.aclosing(events) as run:
             async for event in run:
-                if isinstance(event, Finished):
-                    result = event.result
+                if isinstance(event, AskResult):
+                    result = event
         if result is None:
             raise AssertionError("an ask stream always ends with its result")
         return result
@@ -114,7 +114,7 @@ class Asker:
         include_sensitive: bool = False,
         as_of: str = "",
     ) -> AsyncGenerator[AskEvent, None]:
-        """The ask as events: Started, Draft..., [Redraft, Draft...], Finished. Bad input raises
+        """The ask as events: Started, Draft..., [Redraft, Draft...], AskResult. Bad input raises
         before any event.
         ``include_sensitive``, ``as_of``: as ``ask``."""
         started = time.perf_counter()
@@ -132,8 +132,8 @@ class Asker:
                     event, spacing = Draft(spacing + event.text), ""
                 elif isinstance(event, Redraft):
                     spacing = ""
-                if isinstance(event, Finished):
-                    _count(event.result)
+                if isinstance(event, AskResult):
+                    _count(event)
                 yield event
         except (GeneratorExit, asyncio.CancelledError):
             ASKS.labels("cancelled").inc()
@@ -336,7 +336,7 @@ class Asker:
             report=result.grounding,
             sources=sources,
         )
-        yield Finished(result)
+        yield result
 
 
 def _count(result: AskResult) -> None:

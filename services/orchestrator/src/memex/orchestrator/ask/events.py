@@ -1,5 +1,5 @@
-"""What an ask gives back (SPEC B8): the structured ``AskResult``, and the events an ask streams
-on its way there (``Started``, ``Draft``..., ``Redraft``, ``Finished``), which Ask, AskStream
+"""What an ask gives back (SPEC B8): the structured ``AskResult``, and the events an ask streams on
+its way there (``Started``, ``Draft``..., ``Redraft``, then the ``AskResult``), which Ask, AskStream
 (``wire/servicer.py``) and the queued-turn worker read. ``ask/asker.py``'s ``Asker`` yields them.
 """
 
@@ -60,11 +60,5 @@ class Redraft:
     reason: str
 
 
-@dataclass(frozen=True)
-class Finished:
-    """The checked answer; always the last event."""
-
-    result: AskResult
-
-
-AskEvent = Started | Draft | Redraft | Finished
+# The checked answer (``AskResult``) is always the last event, as itself: no envelope around it.
+AskEvent = Started | Draft | Redraft | AskResult

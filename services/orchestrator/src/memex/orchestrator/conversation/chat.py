@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
@@ -33,10 +32,6 @@ from memex.orchestrator.record.audit import conversation_var, tenant_var
 from memex.orchestrator.turn.persona import Personas
 from memex.orchestrator.turn.pipeline import Pipeline, checked, dated_search
 from memex.orchestrator.turn.planner import Step
-from memex.shared.errors import MemexError
-from memex.shared.logs import request_id_var
-
-log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 8000
 UNCHECKED_REPLY = "Nothing I drafted could be checked against your notes, so I have left it out."
@@ -68,14 +63,7 @@ class Done:
     chunks_considered: int
 
 
-@dataclass(frozen=True)
-class Error:
-    """The error that ended the stream; the transport names its status."""
-
-    error: MemexError
-
-
-ChatEvent = Meta | Delta | Citations | Done | Error
+ChatEvent = Meta | Delta | Citations | Done
 
 
 class Chatter:
@@ -237,14 +225,8 @@ class Chatter:
             # The client went away: the user's message stays, no half reply is stored.
             CHATS.labels("cancelled").inc()
             raise
-        except MemexError as exc:
+        except BaseException:
+            # As an ask: the error ends the stream, after the events already sent, and the
+            # server interceptor gives it its status (an unknown one becomes INTERNAL, logged).
             CHATS.labels("error").inc()
-            yield Error(exc)
-        except Exception:
-            CHATS.labels("error").inc()
-            log.exception("chat failed after the stream began")
-            yield Error(
-                MemexError(
-                    f"internal error; the orchestrator log has request id {request_id_var.get()}"
-                )
-            )
+            raise

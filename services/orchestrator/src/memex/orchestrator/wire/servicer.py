@@ -133,8 +133,8 @@ class OrchestratorServicer(
                         yield pb.AskStreamResponse(delta=event.text)
                     case ask_events.Redraft():
                         yield pb.AskStreamResponse(redraft=pb.AskRedraft(reason=event.reason))
-                    case ask_events.Finished():
-                        yield pb.AskStreamResponse(result=ask_pb(event.result))
+                    case ask_events.AskResult():
+                        yield pb.AskStreamResponse(result=ask_pb(event))
 
     async def Chat(
         self, request: pb.ChatRequest, context: Context
@@ -177,10 +177,6 @@ class OrchestratorServicer(
                                 chunks_considered=event.chunks_considered,
                             )
                         )
-                    case chat_events.Error():
-                        # As AskStream: the failure ends the call with its status (the
-                        # interceptor maps it), after the events already sent.
-                        raise event.error
 
     async def ListConversations(
         self, request: pb.ListConversationsRequest, context: Context
