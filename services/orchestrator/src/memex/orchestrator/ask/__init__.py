@@ -1,6 +1,6 @@
 """Ask (SPEC B1, B8): one structured, cited answer, streamed as events.
 
 ``asker`` runs an ask from question to result; ``stages`` holds ask's own stages around the shared
-pipeline (the persona's extra calls, the first pass's abstention); ``drafting`` writes and weighs
+pipeline (the persona's extra model calls); ``drafting`` writes and weighs
 the answer with the model; ``events`` is what an ask streams and gives back (``AskResult``).
 """

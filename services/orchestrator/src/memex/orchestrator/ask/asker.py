@@ -34,12 +34,14 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator
 
+from memex.orchestrator.answer import abstention
+from memex.orchestrator.answer.abstention import abstain_reason
 from memex.orchestrator.answer.briefing import EMPTY_MEMORY_ANSWER, answer_messages
 from memex.orchestrator.answer.judging import unaddressed_parts
 from memex.orchestrator.answer.reading import Reading
 from memex.orchestrator.ask.drafting import Answerer
 from memex.orchestrator.ask.events import AskEvent, AskResult, Draft, Redraft, Started
-from memex.orchestrator.ask.stages import MAX_QUESTION_CHARS, PersonaCalls, abstain_reason
+from memex.orchestrator.ask.stages import MAX_QUESTION_CHARS, PersonaCalls
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory import as_of as as_of_day
 from memex.orchestrator.memory.items import GroundingReport, note_path
@@ -215,7 +217,7 @@ class Asker:
             withheld=len(withheld),
             model=p.generator.model,
             dropped_steps=list(plan.dropped),
-            abstain_reason="empty",
+            abstain_reason=abstention.EMPTY,
             as_of=as_of_day.wire(),
         )
         yield Started(
@@ -315,8 +317,8 @@ class Asker:
                 stages.append("revise")
             self._answerer.settle(result, query, reading, sources)
         elif withheld:
-            result.answer = "Only sensitive notes match this question, and they were withheld."
-            result.abstain_reason = "withheld"
+            result.answer = abstention.WITHHELD_ANSWER
+            result.abstain_reason = abstention.WITHHELD
         if withheld:
             result.answer = f"{result.answer}\n\n{p.sensitivity.withheld_note(len(withheld))}"
         # record

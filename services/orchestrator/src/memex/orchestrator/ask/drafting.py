@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 
 from memex.orchestrator.answer import conflicts
+from memex.orchestrator.answer.abstention import abstain_reason, abstaining_answer
 from memex.orchestrator.answer.briefing import part_messages, revise_messages
 from memex.orchestrator.answer.claim_check import occurs_in
 from memex.orchestrator.answer.grading import figures
@@ -23,7 +24,6 @@ from memex.orchestrator.answer.reading import Reading, read_reply
 from memex.orchestrator.answer.sources import Source
 from memex.orchestrator.answer.streams import ReplyStream
 from memex.orchestrator.ask.events import AskResult, Draft
-from memex.orchestrator.ask.stages import abstain_reason, abstention
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory.items import ShownItem
 from memex.orchestrator.metrics import timed
@@ -137,7 +137,7 @@ class Answerer:
         result.abstain_reason = reason
         if result.abstained:
             result.citations = []
-            result.answer = abstention(sources)
+            result.answer = abstaining_answer(sources)
         else:
             differ = conflicts.find(reading, sources, question)
             result.citations = conflicts.citations(differ, reading.citations)

@@ -17,9 +17,9 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, replace
 
 from memex.orchestrator.answer import conflicts
+from memex.orchestrator.answer.abstention import abstaining_answer
 from memex.orchestrator.answer.briefing import CHAT_RULES, chat_turn, system_prompt
 from memex.orchestrator.answer.streams import ReplyStream
-from memex.orchestrator.ask.stages import abstention
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.conversation.conversations import ConversationStore
 from memex.orchestrator.conversation.text import conversation_title
@@ -180,7 +180,7 @@ class Chatter:
             if not reply.strip():
                 # The claim check cut every sentence (a figure no source holds, say): a reply
                 # that says so, never an empty one.
-                reply = abstention(sources) if sources else UNCHECKED_REPLY
+                reply = abstaining_answer(sources) if sources else UNCHECKED_REPLY
                 yield Delta(reply)
             if differ:
                 reply += conflicts.said(differ)
