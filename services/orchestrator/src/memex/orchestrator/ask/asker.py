@@ -33,18 +33,20 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 
 from memex.orchestrator.answer import abstention
 from memex.orchestrator.answer.abstention import abstain_reason
 from memex.orchestrator.answer.briefing import EMPTY_MEMORY_ANSWER, answer_messages
 from memex.orchestrator.answer.judging import unaddressed_parts
 from memex.orchestrator.answer.reading import Reading
+from memex.orchestrator.answer.sources import Source
 from memex.orchestrator.ask.drafting import Answerer
 from memex.orchestrator.ask.events import AskEvent, AskResult, Draft, Redraft, Started
 from memex.orchestrator.ask.stages import MAX_QUESTION_CHARS, PersonaCalls
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory import as_of as as_of_day
-from memex.orchestrator.memory.items import GroundingReport, note_path
+from memex.orchestrator.memory.items import GroundingReport, ShownItem, note_path
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
@@ -54,7 +56,7 @@ from memex.orchestrator.metrics import (
     timed,
 )
 from memex.orchestrator.record.audit import AuditedReasoner, tenant_var
-from memex.orchestrator.turn.persona import Personas
+from memex.orchestrator.turn.persona import Persona, Personas
 from memex.orchestrator.turn.pipeline import Pipeline, checked, dated_search
 from memex.orchestrator.turn.planner import Plan, Step
 from memex.shared.errors import InvalidArgument
@@ -154,6 +156,63 @@ class Asker:
         include_sensitive: bool,
         as_of: str,
     ) -> AsyncGenerator[AskEvent, None]:
+        turn = await self._brief(tenant, question, persona_name, limit, include_sensitive, as_of)
+        yield Started(
+            self._p.generator.model,
+            turn.persona.name,
+            [s.ref for s in turn.sources],
+            [note_path(s.item) for s in turn.sources],
+        )
+        result = turn.result
+        if turn.sources:
+            reading: Reading | None = None
+            async for piece in self._draft(turn, started):
+                if isinstance(piece, Reading):
+                    reading = piece
+                else:
+                    yield piece
+            assert reading is not None  # _draft always ends with its reading
+            async for piece in self._complete(turn, reading):
+                if isinstance(piece, Reading):
+                    reading = piece
+                else:
+                    yield piece
+            self._answerer.settle(result, turn.query, reading, turn.sources)
+        elif turn.withheld:
+            result.answer = abstention.WITHHELD_ANSWER
+            result.abstain_reason = abstention.WITHHELD
+        if turn.withheld:
+            note = self._p.sensitivity.withheld_note(len(turn.withheld))
+            result.answer = f"{result.answer}\n\n{note}"
+        # record
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        result.turn_id = await self._p.recorder.record(
+            tenant=tenant,
+            kind="ask",
+            query=turn.question,
+            latency_ms=result.latency_ms,
+            persona=turn.persona.name,
+            items=turn.fused,
+            citations=result.citations,
+            grounding=result.grounding.score,
+            abstained=result.abstained,
+            dropped_steps=result.dropped_steps,
+            answer=result.answer,
+            report=result.grounding,
+            sources=turn.sources,
+        )
+        yield result
+
+    async def _brief(
+        self,
+        tenant: str,
+        question: str,
+        persona_name: str,
+        limit: int,
+        include_sensitive: bool,
+        as_of: str,
+    ) -> AskTurn:
+        """Check, plan, retrieve and brief: the ask as the stages that write its answer read it."""
         # check (before any event, so bad input is a plain error)
         question = _checked(question, limit)
         day = as_of_day.parse(as_of)
@@ -201,11 +260,9 @@ class Asker:
                     )
             stages.append("seek_counter_evidence")
         # brief: the whole briefing, and the best of it that a first pass reads
-        sources = p.briefer.sources(
+        briefing = p.briefer.sources(
             shown, query, budget=p.briefer.ask_budget(persona, query), limit=limit
         )
-        first = p.briefer.first_pass(sources, query)
-        briefing = sources
         result = AskResult(
             answer=EMPTY_MEMORY_ANSWER,
             citations=[],
@@ -220,125 +277,140 @@ class Asker:
             abstain_reason=abstention.EMPTY,
             as_of=as_of_day.wire(),
         )
-        yield Started(
-            p.generator.model,
-            persona.name,
-            [s.ref for s in sources],
-            [note_path(s.item) for s in sources],
+        return AskTurn(
+            question=question,
+            query=query,
+            persona=persona,
+            fused=fused,
+            withheld=withheld,
+            briefing=briefing,
+            first=p.briefer.first_pass(briefing, query),
+            sources=briefing,
+            result=result,
         )
-        if sources:
-            reading: Reading | None = None
-            drafted = False  # whether the reader saw any of a first pass
-            if len(first) < len(sources):
-                # the first pass, streamed: a draft that does not stand is set aside (Redraft)
-                quick: Reading | None = None
-                with timed("synthesize"):
-                    async for piece in self._answerer.answer(
+
+    async def _draft(
+        self, turn: AskTurn, started: float
+    ) -> AsyncGenerator[Draft | Redraft | Reading, None]:
+        """Generate and filter, then police (``Answerer.answer``): the first pass over the best
+        sources when there is one, the whole briefing when it does not stand or there is none.
+        Yields what the reader sees, then the reading; ``turn.sources`` is left naming the
+        sources that reading rests on."""
+        stages, query, persona, withheld = turn.stages, turn.query, turn.persona, turn.withheld
+        first, briefing = turn.first, turn.briefing
+        drafted = False  # whether the reader saw any of a first pass
+        if len(first) < len(briefing):
+            # the first pass, streamed: a draft that does not stand is set aside (Redraft)
+            quick: Reading | None = None
+            with timed("synthesize"):
+                async for piece in self._answerer.answer(
+                    query, answer_messages(persona, first, query), first, persona, withheld, started
+                ):
+                    if isinstance(piece, Draft):
+                        drafted = True
+                        yield piece
+                    else:
+                        quick = piece
+            assert quick is not None  # Answerer.answer always ends with its reading
+            stages += ["synthesize", "ground_check"]
+            if self._answerer.stands(query, quick, first):
+                turn.sources = first
+                if not self._settings.ask_confirm_first_pass:
+                    yield quick
+                    return
+                stages.append("confirm")
+                with timed("confirm"):
+                    whole = await self._answerer.read(
                         query,
-                        answer_messages(persona, first, query),
-                        first,
+                        answer_messages(persona, briefing, query),
+                        briefing,
                         persona,
                         withheld,
-                        started,
-                    ):
-                        if isinstance(piece, Draft):
-                            drafted = True
-                            yield piece
-                        else:
-                            quick = piece
-                assert quick is not None  # Answerer.answer always ends with its reading
-                stages += ["synthesize", "ground_check"]
-                if self._answerer.stands(query, quick, first):
-                    reading, sources = quick, first
-                    if self._settings.ask_confirm_first_pass:
-                        stages.append("confirm")
-                        with timed("confirm"):
-                            whole = await self._answerer.read(
-                                query,
-                                answer_messages(persona, briefing, query),
-                                briefing,
-                                persona,
-                                withheld,
-                            )
-                        if not self._answerer.confirms(query, quick, whole, briefing):
-                            stages.append("replace")
-                            reading, sources = whole, briefing
-                            if drafted:
-                                yield Redraft(f"all {len(briefing)} sources answered otherwise")
-                            if not abstain_reason(
-                                query, whole, briefing, self._settings.abstain_below
-                            ):
-                                yield Draft(whole.answer)  # an abstention comes in the result
-                else:
-                    stages.append("widen")
-                    if drafted:  # the reader is told the draft they saw goes
-                        yield Redraft(f"reading all {len(sources)} sources")
-            if reading is None:
-                # generate and filter, then police (``Answerer.answer``), then ask's own
-                # abstention rules
-                with timed("synthesize"):
-                    async for piece in self._answerer.answer(
-                        query,
-                        answer_messages(persona, sources, query),
-                        sources,
-                        persona,
-                        withheld,
-                        None if drafted else started,  # first words are timed once per ask
-                    ):
-                        if isinstance(piece, Draft):
-                            yield piece
-                        else:
-                            reading = piece
-                stages += ["synthesize", "ground_check"]
-            assert reading is not None  # Answerer.answer always ends with its reading
-            if not abstain_reason(query, reading, sources, self._settings.abstain_below):
-                missing = unaddressed_parts(query, reading)
-                if missing:
-                    stages.append("answer_parts")
-                    with timed("answer_parts"):
-                        whole = await self._answerer.answer_parts(
-                            query, missing, reading, sources, persona, withheld
-                        )
-                    # The reader sees the added sentences follow the answer; were it read
-                    # otherwise as a whole, the final answer carries it (a streamed ask is
-                    # redrafted at most once).
-                    if whole.answer.startswith(reading.answer) and whole.answer != reading.answer:
-                        yield Draft(whole.answer[len(reading.answer) :])
-                    reading = whole
-            if reading.attributed:
-                stages.append("attribute")
-            if reading.reanchored:
-                stages.append("reanchor")
-            if "revise" in persona.stages:
-                with timed("revise"):
-                    reading = await self._answerer.revise(
-                        query, sources, persona, reading, withheld
                     )
-                stages.append("revise")
-            self._answerer.settle(result, query, reading, sources)
-        elif withheld:
-            result.answer = abstention.WITHHELD_ANSWER
-            result.abstain_reason = abstention.WITHHELD
-        if withheld:
-            result.answer = f"{result.answer}\n\n{p.sensitivity.withheld_note(len(withheld))}"
-        # record
-        result.latency_ms = (time.perf_counter() - started) * 1000
-        result.turn_id = await p.recorder.record(
-            tenant=tenant,
-            kind="ask",
-            query=question,
-            latency_ms=result.latency_ms,
-            persona=persona.name,
-            items=fused,
-            citations=result.citations,
-            grounding=result.grounding.score,
-            abstained=result.abstained,
-            dropped_steps=result.dropped_steps,
-            answer=result.answer,
-            report=result.grounding,
-            sources=sources,
-        )
-        yield result
+                if self._answerer.confirms(query, quick, whole, briefing):
+                    yield quick
+                    return
+                stages.append("replace")
+                turn.sources = briefing
+                if drafted:
+                    yield Redraft(f"all {len(briefing)} sources answered otherwise")
+                if not abstain_reason(query, whole, briefing, self._settings.abstain_below):
+                    yield Draft(whole.answer)  # an abstention comes in the result
+                yield whole
+                return
+            stages.append("widen")
+            if drafted:  # the reader is told the draft they saw goes
+                yield Redraft(f"reading all {len(briefing)} sources")
+        reading: Reading | None = None
+        with timed("synthesize"):
+            async for piece in self._answerer.answer(
+                query,
+                answer_messages(persona, briefing, query),
+                briefing,
+                persona,
+                withheld,
+                None if drafted else started,  # first words are timed once per ask
+            ):
+                if isinstance(piece, Draft):
+                    yield piece
+                else:
+                    reading = piece
+        stages += ["synthesize", "ground_check"]
+        assert reading is not None  # Answerer.answer always ends with its reading
+        yield reading
+
+    async def _complete(
+        self, turn: AskTurn, reading: Reading
+    ) -> AsyncGenerator[Draft | Reading, None]:
+        """The parts of a compound question the answer left out, then the persona's revise:
+        yields what the reader sees added, then the final reading."""
+        stages, query, sources = turn.stages, turn.query, turn.sources
+        if not abstain_reason(query, reading, sources, self._settings.abstain_below):
+            missing = unaddressed_parts(query, reading)
+            if missing:
+                stages.append("answer_parts")
+                with timed("answer_parts"):
+                    whole = await self._answerer.answer_parts(
+                        query, missing, reading, sources, turn.persona, turn.withheld
+                    )
+                # The reader sees the added sentences follow the answer; were it read
+                # otherwise as a whole, the final answer carries it (a streamed ask is
+                # redrafted at most once).
+                if whole.answer.startswith(reading.answer) and whole.answer != reading.answer:
+                    yield Draft(whole.answer[len(reading.answer) :])
+                reading = whole
+        if reading.attributed:
+            stages.append("attribute")
+        if reading.reanchored:
+            stages.append("reanchor")
+        if "revise" in turn.persona.stages:
+            with timed("revise"):
+                reading = await self._answerer.revise(
+                    query, sources, turn.persona, reading, turn.withheld
+                )
+            stages.append("revise")
+        yield reading
+
+
+@dataclass
+class AskTurn:
+    """One ask after check, plan, retrieve and brief: the one object its later stages read and
+    add to (``stages``; ``sources`` names what the answer rests on once it is drafted)."""
+
+    question: str
+    query: str  # the question as searched and answered (reframed, when the persona reframes)
+    persona: Persona
+    fused: list[ShownItem]  # everything retrieved, for telemetry
+    withheld: list[ShownItem]  # sensitive items the model may not see
+    briefing: list[Source]  # the whole briefing
+    first: list[Source]  # the best of it, what a first pass reads (all of it: no first pass)
+    sources: list[Source]
+    result: AskResult  # abstains (empty memory) until an answer settles it
+
+    @property
+    def stages(self) -> list[str]:
+        """The stages run so far, in order (the result's own list)."""
+        return self.result.stages
 
 
 def _count(result: AskResult) -> None:
