@@ -33,20 +33,19 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 
 from memex.orchestrator.answer import abstention
 from memex.orchestrator.answer.abstention import abstain_reason
 from memex.orchestrator.answer.briefing import EMPTY_MEMORY_ANSWER, answer_messages
 from memex.orchestrator.answer.judging import unaddressed_parts
 from memex.orchestrator.answer.reading import Reading
-from memex.orchestrator.answer.sources import Source
 from memex.orchestrator.ask.drafting import Answerer
 from memex.orchestrator.ask.events import AskEvent, AskResult, Draft, Redraft, Started
-from memex.orchestrator.ask.stages import MAX_QUESTION_CHARS, PersonaCalls
+from memex.orchestrator.ask.stages import PersonaCalls
+from memex.orchestrator.ask.turn import AskTurn, checked_question
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory import as_of as as_of_day
-from memex.orchestrator.memory.items import GroundingReport, ShownItem, note_path
+from memex.orchestrator.memory.items import GroundingReport, note_path
 from memex.orchestrator.metrics import (
     ABSTENTIONS,
     ASKS,
@@ -56,10 +55,9 @@ from memex.orchestrator.metrics import (
     timed,
 )
 from memex.orchestrator.record.audit import AuditedReasoner, tenant_var
-from memex.orchestrator.turn.persona import Persona, Personas
-from memex.orchestrator.turn.pipeline import Pipeline, checked, dated_search
+from memex.orchestrator.turn.persona import Personas
+from memex.orchestrator.turn.pipeline import Pipeline, dated_search
 from memex.orchestrator.turn.planner import Plan, Step
-from memex.shared.errors import InvalidArgument
 
 
 class Asker:
@@ -214,7 +212,7 @@ class Asker:
     ) -> AskTurn:
         """Check, plan, retrieve and brief: the ask as the stages that write its answer read it."""
         # check (before any event, so bad input is a plain error)
-        question = _checked(question, limit)
+        question = checked_question(question, limit)
         day = as_of_day.parse(as_of)
         tenant_var.set(tenant)  # every model call of this ask is logged as the tenant's
         as_of_day.as_of_var.set(day)  # every stage reads memory as of that day (docs/as-of.md)
@@ -392,27 +390,6 @@ class Asker:
         yield reading
 
 
-@dataclass
-class AskTurn:
-    """One ask after check, plan, retrieve and brief: the one object its later stages read and
-    add to (``stages``; ``sources`` names what the answer rests on once it is drafted)."""
-
-    question: str
-    query: str  # the question as searched and answered (reframed, when the persona reframes)
-    persona: Persona
-    fused: list[ShownItem]  # everything retrieved, for telemetry
-    withheld: list[ShownItem]  # sensitive items the model may not see
-    briefing: list[Source]  # the whole briefing
-    first: list[Source]  # the best of it, what a first pass reads (all of it: no first pass)
-    sources: list[Source]
-    result: AskResult  # abstains (empty memory) until an answer settles it
-
-    @property
-    def stages(self) -> list[str]:
-        """The stages run so far, in order (the result's own list)."""
-        return self.result.stages
-
-
 def _count(result: AskResult) -> None:
     ASKS.labels("abstained" if result.abstained else "answered").inc()
     if result.abstained:
@@ -420,12 +397,3 @@ def _count(result: AskResult) -> None:
     DROPPED_STEPS.inc(len(result.dropped_steps))
     DROPPED_CITATIONS.labels("ask").inc(len(result.grounding.dropped))
     WITHHELD.labels("ask").inc(result.withheld)
-
-
-def _checked(question: str, limit: int) -> str:
-    question = checked(
-        question, name="question", hint="ask something", max_chars=MAX_QUESTION_CHARS
-    )
-    if not 0 <= limit <= 50:
-        raise InvalidArgument(f"limit must be between 1 and 50 (0 for the default), not {limit}")
-    return question
