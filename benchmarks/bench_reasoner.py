@@ -38,7 +38,7 @@ from memex.reasoner.llama_engine import LlamaCppEngine
 from memex.reasoner.testing import openai_server, served, user
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.health import wait_until_serving
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 TOPICS = [
     "the history of tea",

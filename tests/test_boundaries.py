@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memex.shared.testing import REPO_ROOT
+from memex.testing import REPO_ROOT
 
 STAGES = ("embedding", "retrieval", "reasoner", "orchestrator")
 SOURCES = {

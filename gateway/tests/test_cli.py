@@ -14,7 +14,7 @@ import pytest
 
 from memex.gateway.stack import private_stack_env
 from memex.gateway.supervisor import alive
-from memex.shared.testing import free_ports
+from memex.testing import free_ports
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",

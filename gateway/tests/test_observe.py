@@ -19,7 +19,7 @@ from memex.gateway.observe import (
     scrape_config,
 )
 from memex.gateway.stack import StackSettings, private_stack_env
-from memex.shared.testing import require
+from memex.testing import require
 
 
 def settings(tmp_path: Path) -> StackSettings:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from memex import testing
 from memex.gateway.stack import StackSettings, stack_services
-from memex.shared import testing
 
 
 def settings(tmp_path: Path, **fields: object) -> StackSettings:

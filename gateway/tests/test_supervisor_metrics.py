@@ -17,7 +17,7 @@ from memex.gateway.stack import StackSettings, private_stack_env
 from memex.gateway.stack_processes import ServiceDef
 from memex.gateway.supervisor import Supervisor, busy_ports
 from memex.gateway.supervisor_metrics import SupervisorMetrics
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 # A stand-in service: answers 200 to any HTTP GET on the port it is given.
 FAKE_SERVICE = """

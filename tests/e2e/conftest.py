@@ -15,7 +15,7 @@ from memex.embedding.config import default_model_dir
 from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
 from memex.shared import certs
-from memex.shared.testing import require
+from memex.testing import require
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

@@ -29,7 +29,7 @@ from memex.retrieval.testing import (
     write_documents_vault,
 )
 from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
-from memex.shared.testing import REPO_ROOT, require
+from memex.testing import REPO_ROOT, require
 
 from .test_web_chat import memex
 

@@ -20,7 +20,7 @@ from openai import OpenAI
 
 from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
 

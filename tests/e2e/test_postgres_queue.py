@@ -36,7 +36,7 @@ from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir
-from memex.shared.testing import free_ports, private_postgres
+from memex.testing import free_ports, private_postgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 

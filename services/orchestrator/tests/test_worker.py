@@ -22,7 +22,7 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
-from memex.shared.testing import serving
+from memex.testing import serving
 
 from .conftest import older_database
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator

@@ -10,7 +10,7 @@ import pytest
 
 from memex.reasoner.catalogue import tiny_model_path
 from memex.reasoner.testing import openai_server
-from memex.shared.testing import require
+from memex.testing import require
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from memex.retrieval.server import build as build_retrieval
 from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.retrieval.weaviate_server import WeaviateServer
-from memex.shared.testing import require, serving
+from memex.testing import require, serving
 
 
 @pytest.fixture

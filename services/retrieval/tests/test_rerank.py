@@ -29,7 +29,7 @@ from memex.retrieval.server import build
 from memex.retrieval.store.embedded import EmbeddedStore
 from memex.retrieval.testing import DIM, note, tuning, vec
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.testing import serving
+from memex.testing import serving
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "sailing", "tomatoes"]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]

@@ -27,7 +27,7 @@ from memex.gateway.stack_processes import (
 from memex.gateway.stack_weaviate import node_port, retrieval_store_env, weaviate_services
 from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
-from memex.shared.testing import free_ports
+from memex.testing import free_ports
 
 ROOT_POSTGRES_DIRS = Path("/var/lib/memex/postgres")
 """Where root's `memex up --state postgres` keeps its clusters (see ``postgres_dir``)."""

@@ -23,7 +23,7 @@ from memex.reasoner.llama_engine import default_threads
 from memex.reasoner.server import build
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.server import GrpcService, RunningServer
-from memex.shared.testing import free_port, serving
+from memex.testing import free_port, serving
 
 
 class Served:

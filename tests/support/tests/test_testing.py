@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from memex.shared import testing
-from memex.shared.testing import free_ports, port_block
+from memex import testing
+from memex.testing import free_ports, port_block
 
 
 def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:

@@ -1,6 +1,7 @@
 """Helpers for tests of memex services: real servers on free loopback ports.
 
-Used by every service's tests, so they live in the library rather than in one conftest.
+Used by every service's tests, so they live in a distribution of their own (memex-testing,
+installed for development and CI only) rather than in one conftest or in the library.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir, give_to_owner
 from memex.shared.server import GrpcService, RunningServer
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
+REPO_ROOT = Path(__file__).resolve().parents[5]  # tests/support/src/memex/testing/
 SHARED_DATA = REPO_ROOT.parent / "shared"
 
 
