@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import find_binary
 from memex.testing import require
+from memex.testing.retrieval import write
 from memex.testing.stack import private_stack_env
 
 from .test_gateway import events as read_events

@@ -13,8 +13,8 @@ second is closed with cluster basic auth (a secret derived from the key).
 
 A cluster is several such processes, each with its own ports and data directory, that know each
 other as peers (``weaviate_peers``); every node of one cluster shares the API key, hence the
-cluster secret. ``WeaviateCluster`` starts one for tests; `memex up --store weaviate --nodes 3`
-runs one launcher per node.
+cluster secret. ``memex.testing.weaviate_cluster`` starts one for tests; `memex up --store
+weaviate --nodes 3` runs one launcher per node.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Helpers for tests that need a reasoner or a model server: real servers on free loopback ports.
 
 Used by the reasoner's own tests and by the stages above it (a stub reasoner with a script feeds
-them any stream they need), so they live in the package rather than in one conftest.
+them any stream they need), so they live in memex-testing rather than in one conftest.
 """
 
 from __future__ import annotations
