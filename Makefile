@@ -95,7 +95,7 @@ $(LLAMA_CPP): | $(UV)
 	  --no-cache-dir -r scripts/source-packages.txt -w $(WHEELS)
 	touch $@
 
-$(VENV)/.installed: $(UV) $(LLAMA_CPP) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml)
+$(VENV)/.installed: $(UV) $(LLAMA_CPP) uv.lock pyproject.toml protos/pyproject.toml shared/pyproject.toml $(wildcard services/*/pyproject.toml gateway/pyproject.toml tests/support/pyproject.toml)
 	$(UV) sync --frozen --all-packages --all-extras --inexact --no-install-package llama-cpp-python
 	$(UV) pip install --quiet --python $(PY) --no-deps --reinstall $(WHEELS)/llama_cpp_python-0.3.36-*.whl
 	touch $@

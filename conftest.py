@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.shared.testing import REPO_ROOT
+from memex.testing import REPO_ROOT
 
 DEPLOY_CHECK_TEST = "tests/test_deploy_manifests.py::"
 # The run's deploy-check folder, made by the controlling process (the only process without

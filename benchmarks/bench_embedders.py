@@ -24,7 +24,7 @@ from memex.embedding.catalogue import CATALOGUE
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.core import load_embedder
 from memex.embedding.engine import OnnxEmbedder
-from memex.shared.testing import SHARED_DATA
+from memex.testing import SHARED_DATA
 
 BASELINE = "all-MiniLM-L6-v2"
 

@@ -29,7 +29,7 @@ from memex.embedding.config import EmbeddingSettings
 from memex.embedding.core import load_embedder
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.health import wait_until_serving
-from memex.shared.testing import SHARED_DATA, free_port
+from memex.testing import SHARED_DATA, free_port
 
 BATCH = 32
 DOC_CHARS = 1600

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import grpc
 
-from memex.gateway.stack import private_stack_env
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.testing.stack import private_stack_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "eval" / "scifact-train"

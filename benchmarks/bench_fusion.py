@@ -231,7 +231,7 @@ def main() -> int:
     from memex.retrieval.config import RetrievalSettings
     from memex.retrieval.rerank_onnx import BiEncoderRescorer, CrossEncoder
     from memex.shared.settings import default_cache_dir
-    from memex.shared.testing import SHARED_DATA
+    from memex.testing import SHARED_DATA
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING
 import grpc
 import httpx
 
-from memex.gateway.stack import StackSettings, private_stack_env
+from memex.gateway.stack import StackSettings
 from memex.gateway.supervisor import read_state
 from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
-from memex.shared.testing import free_port
+from memex.testing import free_port
+from memex.testing.stack import private_stack_env
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     from memex.orchestrator.v1.orchestrator_pb2_grpc import OrchestratorServiceAsyncStub

@@ -38,10 +38,10 @@ from pathlib import Path
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from memex.gateway.stack import private_stack_env
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.testing.stack import private_stack_env
 
 ROOT = Path(__file__).resolve().parents[1]
 VAULT = ROOT / "demo" / "vault"

@@ -35,10 +35,10 @@ import openai
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.engine import ChatMessage, Finished, GenerationRequest, Sampling
 from memex.reasoner.llama_engine import LlamaCppEngine
-from memex.reasoner.testing import openai_server, served, user
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.health import wait_until_serving
-from memex.shared.testing import free_port
+from memex.testing import free_port
+from memex.testing.reasoner import openai_server, served, user
 
 TOPICS = [
     "the history of tea",

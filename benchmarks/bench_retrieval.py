@@ -67,7 +67,7 @@ from memex.retrieval.store.base import Hit
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.health import wait_until_serving
 from memex.shared.settings import default_cache_dir
-from memex.shared.testing import SHARED_DATA, free_port
+from memex.testing import SHARED_DATA, free_port
 
 SINGLE = {
     "vector": common_pb2.CHANNEL_VECTOR,

@@ -36,7 +36,7 @@ from memex.retrieval.store.base import Chunk, Note
 from memex.retrieval.store.embedded import EmbeddedStore, queries, search_queries
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.health import wait_until_serving
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 DIM = 384
 TENANT = "default"

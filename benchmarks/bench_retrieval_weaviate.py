@@ -41,8 +41,8 @@ from memex.retrieval.store.embedded import EmbeddedStore
 from memex.retrieval.store.embedded import keyword as fts
 from memex.retrieval.store.weaviate import WeaviateStore
 from memex.retrieval.store.weaviate_replication import ReplicationPolicy, WeaviateNode
-from memex.retrieval.weaviate_cluster import WeaviateCluster
 from memex.retrieval.weaviate_server import WeaviateServer
+from memex.testing.weaviate_cluster import WeaviateCluster
 
 TENANT = "default"
 CHANNELS = ("vector", "keyword", "graph")

@@ -23,7 +23,7 @@ import yaml
 
 from memex.retrieval.bench.beir import Beir, load, safe_name
 from memex.shared.settings import default_cache_dir
-from memex.shared.testing import SHARED_DATA
+from memex.testing import SHARED_DATA
 
 DATA = SHARED_DATA / "eval" / "scifact-train"
 DATE = "2024-01-01"  # one date for every note, so recency ranks none above another

@@ -78,7 +78,7 @@ in_root "$work/root" /bin/bash -euo pipefail -c "
 
 echo "== packing the layer and the image"
 tar -C "$work/root" --numeric-owner --exclude=./proc/* --exclude=./dev/* -cf "$work/layer.tar" .
-port=$("$py" -c 'from memex.shared.testing import free_port; print(free_port())')
+port=$("$py" -c 'from memex.testing import free_port; print(free_port())')
 "$crane" registry serve --address "127.0.0.1:$port" 2>"$work/registry.log" &
 registry_pid=$!
 for _ in $(seq 50); do
@@ -97,7 +97,7 @@ echo "== running the image's own entrypoint"
 entrypoint=$("$crane" config --insecure "$ref" | "$py" -c 'import json,sys; print(" ".join(json.load(sys.stdin)["config"]["Entrypoint"]))')
 mkdir "$work/run"
 "$crane" export --insecure "$ref" - | tar -C "$work/run" -xf -
-grpc_port=$("$py" -c 'from memex.shared.testing import free_port; print(free_port())')
+grpc_port=$("$py" -c 'from memex.testing import free_port; print(free_port())')
 env_args=(PATH=/app/.venv/bin:/usr/bin:/bin HOME=/nonexistent "MEMEX_${service^^}_PORT=$grpc_port")
 if [[ $service == embedding ]]; then
   model=$("$py" -c 'from memex.embedding.config import default_model_dir; print(default_model_dir())')

@@ -4,7 +4,9 @@
   stage's code nor its contract, nor ``memex.gateway``;
 - a surface (``memex.gateway``: HTTP, MCP, the CLI) talks to stages only through their gRPC
   contracts (``memex.<stage>.v1``), never through a stage's internals;
-- a stage imports no surface and no other stage's internals.
+- a stage imports no surface and no other stage's internals;
+- nothing shipped (a module under any ``src/``) imports test support: ``pytest`` or
+  ``memex.testing`` (memex-testing, tests/support/, installed for development and CI only).
 
 An import is any of: ``import m`` and ``from m import x`` (inside functions too), relative imports
 resolved against the file's package, and a module run with ``python -m`` from a string (``"-m
@@ -20,10 +22,11 @@ import itertools
 import re
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from memex.shared.testing import REPO_ROOT
+from memex.testing import REPO_ROOT
 
 STAGES = ("embedding", "retrieval", "reasoner", "orchestrator")
 SOURCES = {
@@ -50,6 +53,8 @@ def imported_modules(
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0 and node.module:
                 yield node.lineno, node.module
+                if node.module == "memex":  # the namespace has no names: x is a package of it
+                    yield from ((node.lineno, f"memex.{alias.name}") for alias in node.names)
             elif node.level and (base := _relative_base(package, node.level)):
                 if node.module:
                     yield node.lineno, f"{base}.{node.module}"
@@ -194,3 +199,59 @@ def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
         (1, "memex.orchestrator.v1")
     ]
     assert forbidden("gateway", "memex.orchestrator.v1") is None
+
+
+# Test support is installed for development and CI only (the root's dev group): a shipped module
+# that imported it would fail where the services run. tests/support/src is no shipped source.
+TEST_SUPPORT = ("pytest", "memex.testing")
+SHIPPED = sorted([*REPO_ROOT.glob("*/src"), *REPO_ROOT.glob("services/*/src")])
+
+
+def is_test_support(module: str) -> bool:
+    """Whether ``module`` is test support: pytest, memex.testing, or a module inside either."""
+    return any(module == name or module.startswith(f"{name}.") for name in TEST_SUPPORT)
+
+
+def imports_of_test_support(src: Path) -> list[str]:
+    """Each ``path:line: module`` under a ``src`` folder that imports (or runs) test support."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        package = ".".join(path.parent.relative_to(src).parts)
+        source = path.read_text(encoding="utf-8")
+        for line, module in imported_modules(source, package, str(path)):
+            if is_test_support(module):
+                found.append(f"{path.relative_to(src)}:{line}: {module}")
+    return found
+
+
+def test_nothing_shipped_imports_test_support() -> None:
+    assert len(SHIPPED) >= 2 + len(STAGES), SHIPPED  # shared, gateway, the stages: all found
+    assert [hit for src in SHIPPED for hit in imports_of_test_support(src)] == []
+
+
+def test_the_test_support_scan_finds_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "src" / "memex" / "shared" / "leak.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from memex.testing import free_port
+            from memex.testing.ports import port_block
+            from memex import testing
+            from ..testing import serving
+            import pytest_asyncio, memex.testing_notes
+            from memex.shared import testing as clock
+            """
+        )
+    )
+    assert imports_of_test_support(tmp_path / "src") == [
+        f"memex/shared/leak.py:{line}: {module}"
+        for line, module in [
+            (2, "pytest"),
+            (3, "memex.testing"),
+            (4, "memex.testing.ports"),
+            (5, "memex.testing"),
+            (6, "memex.testing"),
+        ]
+    ]

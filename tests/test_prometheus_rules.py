@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from memex.shared.testing import REPO_ROOT, require
+from memex.testing import REPO_ROOT, require
 
 RULES = REPO_ROOT / "deploy" / "prometheus" / "memex.rules.yml"
 RULE_TESTS = REPO_ROOT / "deploy" / "prometheus" / "tests" / "memex.rules.test.yml"

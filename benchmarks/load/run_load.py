@@ -38,8 +38,8 @@ from pathlib import Path
 import psutil
 
 from memex.gateway.observe import SCRAPE_INTERVAL
-from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL
+from memex.testing.stack import private_stack_env
 
 HERE = Path(__file__).resolve().parent
 # Run as a script, this folder is on the path but its package (load) is not: add benchmarks/.

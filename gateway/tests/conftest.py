@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.testing import free_port, require
+from memex.testing import free_port, require
 
 from .support.cli_harness import Orchestrator, Reads
 from .support.harness import Gateway, running_gateway

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from memex.gateway.stack import private_stack_env
 from memex.gateway.supervisor import alive
-from memex.shared.testing import free_ports
+from memex.testing import free_ports
+from memex.testing.stack import private_stack_env
 
 COMMANDS = [
     "up", "down", "status", "embed", "ask", "chat", "conversations", "forget", "worker", "index",

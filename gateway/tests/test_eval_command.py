@@ -18,7 +18,7 @@ from memex.common.v1 import common_pb2
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 # question -> (answer, abstained, cited refs)
 ANSWERS: dict[str, tuple[str, bool, list[str]]] = {

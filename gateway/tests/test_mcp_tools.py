@@ -19,7 +19,7 @@ from memex.gateway.mcp.settings import McpSettings
 from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
-from memex.shared.testing import free_port, free_ports
+from memex.testing import free_port, free_ports
 
 
 def record(collection: str, fields: dict[str, Any]) -> opb.MemoryRecord:

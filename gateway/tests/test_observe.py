@@ -18,8 +18,9 @@ from memex.gateway.observe import (
     gateway_key_file,
     scrape_config,
 )
-from memex.gateway.stack import StackSettings, private_stack_env
-from memex.shared.testing import require
+from memex.gateway.stack import StackSettings
+from memex.testing import require
+from memex.testing.stack import private_stack_env
 
 
 def settings(tmp_path: Path) -> StackSettings:

@@ -15,7 +15,7 @@ from memex.gateway import apikeys
 from memex.gateway.app import StartupError, check_startup
 from memex.gateway.config import GatewaySettings, is_loopback
 from memex.gateway.security import RateLimiter
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 from .support.harness import running_gateway
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from memex.gateway.stack import StackSettings, stack_services
-from memex.shared import testing
+from memex.testing import ports
 
 
 def settings(tmp_path: Path, **fields: object) -> StackSettings:
@@ -52,7 +52,7 @@ def test_postgres_ports_are_checked_only_when_postgres_runs(
 
 def test_no_default_port_of_the_stack_is_one_a_test_draws() -> None:
     """A test that pins some ports and leaves the rest at their defaults (``free_ports``)."""
-    drawn = range(testing.PORT_BASE, testing.PORT_BASE + testing.PORT_BLOCK * testing.PORT_BLOCKS)
+    drawn = range(ports.PORT_BASE, ports.PORT_BASE + ports.PORT_BLOCK * ports.PORT_BLOCKS)
     defaults = {
         name: field.default
         for name, field in StackSettings.model_fields.items()

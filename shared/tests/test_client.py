@@ -18,7 +18,7 @@ from memex.shared.interceptors import deadline_var
 from memex.shared.logs import request_id_var
 from memex.shared.server import MIN_PING_INTERVAL_MS, EngineSlot, GrpcService
 from memex.shared.settings import ServiceSettings
-from memex.shared.testing import serving
+from memex.testing import serving
 
 SERVICE = embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"]
 

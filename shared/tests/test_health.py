@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from memex.shared.health import check_http
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 
 async def test_a_probe_that_meets_something_other_than_http_says_so() -> None:

@@ -20,7 +20,7 @@ from memex.shared.errors import InvalidArgument
 from memex.shared.logs import request_id_var
 from memex.shared.server import EngineSlot, GrpcService
 from memex.shared.settings import InternalAuthSettings, ServiceSettings
-from memex.shared.testing import serving
+from memex.testing import serving
 
 SERVICE = embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"]
 TOKEN = "t" * 40

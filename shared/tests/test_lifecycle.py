@@ -24,7 +24,7 @@ from memex.shared.logs import request_id_var
 from memex.shared.metrics import RPC_HANDLED
 from memex.shared.server import EngineSlot, GrpcService
 from memex.shared.settings import ServiceSettings
-from memex.shared.testing import serving
+from memex.testing import serving
 
 EMBEDDING = embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"]
 REASONER = reasoner_pb2.DESCRIPTOR.services_by_name["ReasonerService"]

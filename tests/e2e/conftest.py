@@ -12,10 +12,10 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from memex.embedding.config import default_model_dir
-from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
 from memex.shared import certs
-from memex.shared.testing import require
+from memex.testing import require
+from memex.testing.stack import private_stack_env
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [

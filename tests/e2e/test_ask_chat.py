@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.catalogue import tiny_model_path
-from memex.shared.testing import require
+from memex.testing import require
 
 # A whole stack up, index, ask, chat, forget and down: with bge-small-en-v1.5 (12 layers) as the
 # embedder it took about 120 s on a 2-core machine loaded to 7-10 (MiniLM: 99 s), at the edge

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.shared.testing import require
+from memex.testing import require
 
 CHAOS = Path(__file__).resolve().parents[2] / "benchmarks" / "chaos.py"
 

@@ -18,7 +18,7 @@ from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.health import check
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

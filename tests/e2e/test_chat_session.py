@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.catalogue import tiny_model_path
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 NOTES = {

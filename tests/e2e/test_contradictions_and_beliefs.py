@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memex.gateway.stack import private_stack_env
+from memex.testing.stack import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 CLI = [sys.executable, "-m", "memex.gateway.cli"]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
-from memex.shared.testing import REPO_ROOT, require
+from memex.testing import REPO_ROOT, require
+from memex.testing.stack import private_stack_env
 
 from .test_web_chat import ask, memex
 

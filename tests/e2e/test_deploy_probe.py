@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from memex.shared import certs
-from memex.shared.testing import REPO_ROOT, free_port
+from memex.testing import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -18,9 +18,10 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
-from memex.retrieval.testing import (
+from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
+from memex.testing import REPO_ROOT, require
+from memex.testing.retrieval import (
     ESPEAK,
     MEMO_PADLOCK,
     MEMO_RAMBLE,
@@ -28,8 +29,7 @@ from memex.retrieval.testing import (
     to_m4a,
     write_documents_vault,
 )
-from memex.retrieval.whisper_models import CATALOGUE, DEFAULT_WHISPER_MODEL
-from memex.shared.testing import REPO_ROOT, require
+from memex.testing.stack import private_stack_env
 
 from .test_web_chat import memex
 

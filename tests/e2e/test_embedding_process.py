@@ -17,7 +17,7 @@ import pytest
 
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.health import check, wait_until_serving
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 pytestmark = pytest.mark.e2e
 

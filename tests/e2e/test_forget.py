@@ -15,7 +15,7 @@ import pytest
 
 from memex.reasoner.catalogue import tiny_model_path
 from memex.retrieval.weaviate_server import WeaviatePorts, find_binary
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 # Each store in a private stack of its own: forgetting in a shared one would change other tests.

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from openai import OpenAI
 
-from memex.gateway.stack import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
-from memex.shared.testing import require
+from memex.testing import require
+from memex.testing.stack import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1500)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.shared.testing import require
+from memex.testing import require
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from load.grpc_load import ghz_binary

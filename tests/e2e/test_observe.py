@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from memex.gateway.observe import JOBS
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

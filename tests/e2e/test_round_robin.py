@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.health import wait_until_serving
-from memex.shared.testing import free_ports
+from memex.testing import free_ports
 
 pytestmark = pytest.mark.e2e
 

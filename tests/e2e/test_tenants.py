@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.gateway.stack import private_stack_env
-from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import find_binary
-from memex.shared.testing import require
+from memex.testing import require
+from memex.testing.retrieval import write
+from memex.testing.stack import private_stack_env
 
 from .test_gateway import events as read_events
 

@@ -24,10 +24,10 @@ from memex.retrieval.store.base import Note, SearchFilter
 from memex.retrieval.store.weaviate import WeaviateStore
 from memex.retrieval.store.weaviate_replication import ReplicationPolicy, WeaviateNode
 from memex.retrieval.store.weaviate_schema import uuid_of
-from memex.retrieval.testing import DIM, note, random_unit, weaviate_get
-from memex.retrieval.weaviate_cluster import WeaviateCluster
 from memex.retrieval.weaviate_server import WeaviateServer, find_binary
 from memex.shared.errors import FailedPrecondition
+from memex.testing.retrieval import DIM, note, random_unit, weaviate_get
+from memex.testing.weaviate_cluster import WeaviateCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 

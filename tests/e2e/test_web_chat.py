@@ -29,7 +29,7 @@ import pytest
 from playwright.sync_api import Dialog, Locator, Page, expect
 
 from memex.reasoner.catalogue import tiny_model_path
-from memex.shared.testing import REPO_ROOT, require
+from memex.testing import REPO_ROOT, require
 
 from .conftest import DemoStack
 

@@ -23,7 +23,7 @@ from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.reasoner.catalogue import tiny_model_path
 from memex.shared.client import open_channel
 from memex.shared.settings import InternalAuthSettings
-from memex.shared.testing import require
+from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

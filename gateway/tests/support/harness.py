@@ -21,7 +21,7 @@ from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.shared.server import GrpcService
 from memex.shared.settings import ServiceSettings
-from memex.shared.testing import serving
+from memex.testing import serving
 
 from .fakes import FakeOrchestrator, FakeRetrieval
 

@@ -9,7 +9,7 @@ import pytest
 from memex.embedding.config import EmbeddingSettings, default_model_dir
 from memex.embedding.core import load_embedder
 from memex.embedding.engine import OnnxEmbedder
-from memex.shared.testing import require
+from memex.testing import require
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import numpy as np
 from memex.embedding.catalogue import lookup
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.core import load_embedder
-from memex.shared.testing import require, shared_data
+from memex.testing import require, shared_data
 
 
 def test_every_reference_text_reaches_cosine_0_9999() -> None:

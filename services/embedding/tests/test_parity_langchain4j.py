@@ -21,7 +21,7 @@ from memex.embedding.catalogue import lookup
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.core import load_embedder
 from memex.embedding.engine import OnnxEmbedder
-from memex.shared.testing import require
+from memex.testing import require
 
 FIXTURE = Path(__file__).parent / "fixtures" / "langchain4j_reference_embeddings.json"
 

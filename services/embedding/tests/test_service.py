@@ -13,7 +13,7 @@ from memex.embedding.catalogue import DEFAULT_MODEL, lookup
 from memex.embedding.config import EmbeddingSettings
 from memex.embedding.server import build
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
-from memex.shared.testing import serving
+from memex.testing import serving
 
 
 @pytest.fixture

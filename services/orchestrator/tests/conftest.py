@@ -13,7 +13,7 @@ import pytest
 from memex.orchestrator.state import Engine, SqliteEngine, migrations
 from memex.orchestrator.state.postgres import PostgresEngine
 from memex.shared.pgcluster import Cluster
-from memex.shared.testing import private_postgres
+from memex.testing import private_postgres
 
 
 @pytest.fixture(scope="session")

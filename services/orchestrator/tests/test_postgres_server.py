@@ -20,7 +20,7 @@ import pytest
 
 from memex.orchestrator.state import postgres_server
 from memex.shared.pgcluster import Cluster, find_bin_dir, owner
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -19,7 +19,7 @@ from memex.orchestrator.state import migrations
 from memex.orchestrator.state.store import ERASED, OrchestratorStore
 from memex.shared.errors import FailedPrecondition, NotFound, Unavailable
 from memex.shared.settings import describe_invalid
-from memex.shared.testing import free_port
+from memex.testing import free_port
 
 from .conftest import older_database
 

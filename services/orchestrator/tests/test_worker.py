@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from memex.gateway.stack import StackSettings, private_stack_env, stack_services
+from memex.gateway.stack import StackSettings, stack_services
 from memex.orchestrator.ask.events import AskResult
 from memex.orchestrator.memory.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.queue.turns import FORGOTTEN_THREAD, TURN_REQUEST
@@ -22,7 +22,8 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.state.store import OrchestratorStore, Turn
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
-from memex.shared.testing import serving
+from memex.testing import serving
+from memex.testing.stack import private_stack_env
 
 from .conftest import older_database
 from .fakes import NOTES, FakeMemory, ScriptedReasoner, make_orchestrator

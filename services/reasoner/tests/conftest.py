@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.catalogue import tiny_model_path
-from memex.reasoner.testing import openai_server
-from memex.shared.testing import require
+from memex.testing import require
+from memex.testing.reasoner import openai_server
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memex.reasoner.catalogue import TEST_MODEL
-from memex.shared.testing import free_port, free_ports
+from memex.testing import free_port, free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ import pytest_asyncio
 
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.llama_engine import LlamaCppEngine
-from memex.reasoner.testing import Served, collect, served, user
 from memex.reasoner.v1 import reasoner_pb2
+from memex.testing.reasoner import Served, collect, served, user
 
 # One model load for the module: its tests share the module's event loop and the server.
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]

@@ -14,9 +14,9 @@ import pytest
 
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.openai_engine import OpenAICompatibleEngine
-from memex.reasoner.testing import Served, collect, served, user
 from memex.reasoner.v1 import reasoner_pb2
-from memex.shared.testing import free_port
+from memex.testing import free_port
+from memex.testing.reasoner import Served, collect, served, user
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,9 @@ from memex.reasoner.core import ReasonerCore
 from memex.reasoner.factory import open_core
 from memex.reasoner.server import SERVICE
 from memex.reasoner.servicer import ReasonerServicer
-from memex.reasoner.testing import Served, collect, served, user
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.server import EngineSlot, GrpcService
+from memex.testing.reasoner import Served, collect, served, user
 
 
 def stub_settings(**overrides: Any) -> ReasonerSettings:

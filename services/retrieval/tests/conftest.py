@@ -15,10 +15,10 @@ from memex.embedding.config import EmbeddingSettings, default_model_dir
 from memex.embedding.server import build as build_embedding
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.server import build as build_retrieval
-from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2_grpc
 from memex.retrieval.weaviate_server import WeaviateServer
-from memex.shared.testing import require, serving
+from memex.testing import require, serving
+from memex.testing.retrieval import write
 
 
 @pytest.fixture

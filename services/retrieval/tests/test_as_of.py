@@ -12,8 +12,8 @@ import grpc
 import pytest
 from google.protobuf import struct_pb2
 
-from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.testing.retrieval import write
 
 from .test_service import index, search
 

@@ -10,7 +10,7 @@ import pytest
 from memex.retrieval.store.base import SearchFilter
 from memex.retrieval.store.embedded import EmbeddedStore, note_queries, search_queries
 from memex.retrieval.store.embedded.catalog import ChunkCatalog
-from memex.retrieval.testing import DIM, axis, note
+from memex.testing.retrieval import DIM, axis, note
 
 FILTERS = [
     SearchFilter(),

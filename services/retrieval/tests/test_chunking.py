@@ -11,7 +11,7 @@ from memex.retrieval.ingest.chunking import MAX_CHARS, chunk_body
 from memex.retrieval.ingest.markdown import note_date, parse_note, split_frontmatter
 from memex.retrieval.ingest.notes import Sensitivity, prepare
 from memex.retrieval.names import NameMatcher
-from memex.retrieval.testing import write
+from memex.testing.retrieval import write
 
 
 def test_sections_carry_heading_paths_and_offsets() -> None:

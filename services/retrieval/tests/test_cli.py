@@ -12,7 +12,7 @@ import pytest
 
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.server import build
-from memex.shared.testing import serving
+from memex.testing import serving
 
 
 async def _memex(port: int, *args: str) -> tuple[int, str, str]:

@@ -13,7 +13,8 @@ import pytest
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.ingest import documents
 from memex.retrieval.ingest.vault import scan
-from memex.retrieval.testing import (
+from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.testing.retrieval import (
     CLIPPING,
     LEASE_PAGES,
     index_vault,
@@ -23,7 +24,6 @@ from memex.retrieval.testing import (
     write_documents_vault,
     write_mailbox,
 )
-from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 
 if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub

@@ -13,8 +13,8 @@ from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.core import open_core
 from memex.retrieval.store.base import SearchFilter
 from memex.retrieval.store.embedded import EmbeddedStore, keyword
-from memex.retrieval.testing import DIM, axis, note
 from memex.shared.errors import FailedPrecondition, InvalidArgument
+from memex.testing.retrieval import DIM, axis, note
 
 
 async def _filled(path: Path) -> list[str]:

@@ -15,8 +15,8 @@ import pytest
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.forget import VERSIONS
 from memex.retrieval.store.counts import TRACE_KINDS
-from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.testing.retrieval import write
 
 if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub

@@ -21,7 +21,7 @@ from memex.retrieval.history.versions import (
 )
 from memex.retrieval.store.base import SearchFilter, Sort
 from memex.retrieval.store.embedded.store import EmbeddedStore
-from memex.retrieval.testing import DIM, record, vec
+from memex.testing.retrieval import DIM, record, vec
 
 T = "me"
 

@@ -22,7 +22,7 @@ from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.server import build as build_retrieval
 from memex.retrieval.store.embedded.store import EmbeddedStore
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.testing import require, serving
+from memex.testing import require, serving
 
 from .test_service import index, search
 

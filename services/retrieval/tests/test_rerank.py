@@ -27,9 +27,9 @@ from memex.retrieval.rerank_onnx import (
 from memex.retrieval.search import Filters, Query, Searcher
 from memex.retrieval.server import build
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, note, tuning, vec
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from memex.shared.testing import serving
+from memex.testing import serving
+from memex.testing.retrieval import DIM, note, tuning, vec
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "sailing", "tomatoes"]
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]

@@ -13,7 +13,7 @@ import pytest
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import Hit, SearchFilter, Vector
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, FixedEmbedder, note, tuning, vec
+from memex.testing.retrieval import DIM, FixedEmbedder, note, tuning, vec
 
 QUERY = "apple banana"
 

@@ -14,7 +14,7 @@ from memex.retrieval.fusion import fuse, recency_factor, salience_factor
 from memex.retrieval.search import Query, Searcher, Tuning
 from memex.retrieval.store.base import ChunkView
 from memex.retrieval.store.embedded import EmbeddedStore
-from memex.retrieval.testing import DIM, FixedEmbedder, note, tuning, vec
+from memex.testing.retrieval import DIM, FixedEmbedder, note, tuning, vec
 
 TODAY = dt.date(2024, 6, 1)
 QUERY = "apple banana cherry"

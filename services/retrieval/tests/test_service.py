@@ -10,8 +10,8 @@ import pytest
 from google.protobuf import struct_pb2
 
 from memex.common.v1 import common_pb2
-from memex.retrieval.testing import write
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.testing.retrieval import write
 
 if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub

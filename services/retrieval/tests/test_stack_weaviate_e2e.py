@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from memex.embedding.config import default_model_dir
-from memex.gateway.stack import private_stack_env
-from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import WeaviatePorts, find_binary
+from memex.testing.retrieval import write
+from memex.testing.stack import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -15,10 +15,10 @@ from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.ingest import audio
 from memex.retrieval.ingest.audio import Spoken, Transcriber, clock, sections
 from memex.retrieval.server import build as build_retrieval
-from memex.retrieval.testing import ESPEAK, MEMO_PADLOCK, MEMO_RAMBLE, index_vault, speak
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
 from memex.retrieval.whisper_models import CATALOGUE
-from memex.shared.testing import require, serving
+from memex.testing import require, serving
+from memex.testing.retrieval import ESPEAK, MEMO_PADLOCK, MEMO_RAMBLE, index_vault, speak
 
 if TYPE_CHECKING:  # the async stub type exists only in the .pyi
     Stub = retrieval_pb2_grpc.RetrievalServiceAsyncStub

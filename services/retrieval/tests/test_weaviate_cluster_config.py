@@ -15,10 +15,10 @@ from memex.retrieval.store.weaviate_replication import (
     is_transient,
     parse_nodes,
 )
-from memex.retrieval.weaviate_cluster import cluster_ports
 from memex.retrieval.weaviate_peers import Peer, cluster_env, parse_peers
 from memex.retrieval.weaviate_server import WeaviatePorts, server_env
 from memex.shared.errors import InvalidArgument
+from memex.testing.weaviate_cluster import cluster_ports
 
 PEERS = "node0:7100:8300,node1:7110:8310,node2:7120:8320"
 

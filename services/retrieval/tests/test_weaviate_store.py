@@ -13,9 +13,9 @@ import pytest
 from memex.retrieval.config import RetrievalSettings
 from memex.retrieval.store.base import Chunk, Note, SearchFilter
 from memex.retrieval.store.weaviate import WeaviateStore, open_weaviate_store
-from memex.retrieval.testing import record
 from memex.retrieval.weaviate_server import WeaviatePorts, WeaviateServer
 from memex.shared.errors import FailedPrecondition, InvalidArgument, Unavailable
+from memex.testing.retrieval import record
 
 DIM = 4
 ALL = SearchFilter()

@@ -27,7 +27,6 @@ from memex.gateway.stack_processes import (
 from memex.gateway.stack_weaviate import node_port, retrieval_store_env, weaviate_services
 from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
-from memex.shared.testing import free_ports
 
 ROOT_POSTGRES_DIRS = Path("/var/lib/memex/postgres")
 """Where root's `memex up --state postgres` keeps its clusters (see ``postgres_dir``)."""
@@ -260,14 +259,3 @@ def stack_services(settings: StackSettings) -> list[ServiceDef]:
         worker_service(settings, orchestrator),
     ]
     return [*services, gateway_service(settings, services)]
-
-
-def private_stack_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a stack of its own: ``data_dir``, and a free port for every port
-    setting of the stack, so tests never collide with each other or with a running memex."""
-    names = [name for name in StackSettings.model_fields if name.endswith("_port")]
-    ports = {
-        f"MEMEX_{name.upper()}": str(port)
-        for name, port in zip(names, free_ports(len(names)), strict=True)
-    }
-    return {**os.environ, **ports, "MEMEX_DATA_DIR": str(data_dir), **extra}

@@ -7,7 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 from memex.retrieval.store.base import SearchFilter, Store
-from memex.retrieval.testing import axis, note, record
+from memex.testing.retrieval import axis, note, record
 
 
 async def test_reopen_keeps_everything(

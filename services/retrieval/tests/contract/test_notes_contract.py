@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memex.retrieval.store.base import SearchFilter, Store
-from memex.retrieval.testing import axis, note, vec
+from memex.testing.retrieval import axis, note, vec
 
 ALL = SearchFilter()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memex.retrieval.store.base import Condition, SearchFilter, Sort, Store
-from memex.retrieval.testing import axis, note, record, vec
+from memex.testing.retrieval import axis, note, record, vec
 
 ALL = SearchFilter()
 

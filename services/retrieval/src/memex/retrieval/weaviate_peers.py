@@ -11,9 +11,7 @@ plus one, so every node must use exactly that pair.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -102,21 +100,3 @@ def cluster_env(
         "RAFT_TIMEOUTS_MULTIPLIER": "1",
         **ASYNC_REPLICATION_ENV,
     }
-
-
-def free_raft_pair() -> int:
-    """A port ``p`` such that ``p`` and ``p + 1`` were both free a moment ago (Raft, Raft RPC)."""
-    for _ in range(200):
-        with contextlib.ExitStack() as held:
-            first = held.enter_context(socket.socket())
-            first.bind(("127.0.0.1", 0))
-            port = int(first.getsockname()[1])
-            if port >= 65535:
-                continue
-            second = held.enter_context(socket.socket())
-            try:
-                second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no two consecutive free ports on loopback")

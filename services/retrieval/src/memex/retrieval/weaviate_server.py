@@ -13,8 +13,8 @@ second is closed with cluster basic auth (a secret derived from the key).
 
 A cluster is several such processes, each with its own ports and data directory, that know each
 other as peers (``weaviate_peers``); every node of one cluster shares the API key, hence the
-cluster secret. ``WeaviateCluster`` starts one for tests; `memex up --store weaviate --nodes 3`
-runs one launcher per node.
+cluster secret. ``memex.testing.weaviate_cluster`` starts one for tests; `memex up --store
+weaviate --nodes 3` runs one launcher per node.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import IO
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memex.retrieval.weaviate_peers import Peer, cluster_env, free_raft_pair, parse_peers
+from memex.retrieval.weaviate_peers import Peer, cluster_env, parse_peers
 from memex.shared.errors import FailedPrecondition, InvalidArgument
 from memex.shared.settings import default_cache_dir, default_data_dir
 
@@ -89,15 +89,6 @@ class WeaviatePorts:
                 sock.bind(("127.0.0.1", 0))
                 ports.append(sock.getsockname()[1])
         return cls(*ports)
-
-    @classmethod
-    def free_for_cluster(cls) -> WeaviatePorts:
-        """Free ports for one node of a one-host cluster, where Raft RPC must be Raft + 1."""
-        raft = free_raft_pair()
-        while True:
-            ports = cls.free()
-            if not {raft, raft + 1} & {ports.http, ports.grpc, ports.gossip, ports.data}:
-                return cls(ports.http, ports.grpc, ports.gossip, ports.data, raft, raft + 1)
 
 
 def server_command(binary: Path, host: str, ports: WeaviatePorts) -> list[str]:

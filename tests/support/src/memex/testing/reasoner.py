@@ -1,7 +1,7 @@
 """Helpers for tests that need a reasoner or a model server: real servers on free loopback ports.
 
 Used by the reasoner's own tests and by the stages above it (a stub reasoner with a script feeds
-them any stream they need), so they live in the package rather than in one conftest.
+them any stream they need), so they live in memex-testing rather than in one conftest.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from memex.reasoner.llama_engine import default_threads
 from memex.reasoner.server import build
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.server import GrpcService, RunningServer
-from memex.shared.testing import free_port, serving
+from memex.testing import free_port, serving
 
 
 class Served:

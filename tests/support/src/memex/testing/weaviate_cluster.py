@@ -6,7 +6,9 @@ the stack settings instead (``memex.gateway.stack``).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import socket
 from pathlib import Path
 from types import TracebackType
 
@@ -19,12 +21,39 @@ def cluster_ports(nodes: int) -> list[WeaviatePorts]:
     chosen: list[WeaviatePorts] = []
     taken: set[int] = set()
     while len(chosen) < nodes:
-        ports = WeaviatePorts.free_for_cluster()
+        ports = free_node_ports()
         values = set(vars(ports).values())
         if not values & taken:
             chosen.append(ports)
             taken |= values
     return chosen
+
+
+def free_node_ports() -> WeaviatePorts:
+    """Free ports for one node of a one-host cluster, where Raft RPC must be Raft + 1."""
+    raft = free_raft_pair()
+    while True:
+        ports = WeaviatePorts.free()
+        if not {raft, raft + 1} & {ports.http, ports.grpc, ports.gossip, ports.data}:
+            return WeaviatePorts(ports.http, ports.grpc, ports.gossip, ports.data, raft, raft + 1)
+
+
+def free_raft_pair() -> int:
+    """A port ``p`` such that ``p`` and ``p + 1`` were both free a moment ago (Raft, Raft RPC)."""
+    for _ in range(200):
+        with contextlib.ExitStack() as held:
+            first = held.enter_context(socket.socket())
+            first.bind(("127.0.0.1", 0))
+            port = int(first.getsockname()[1])
+            if port >= 65535:
+                continue
+            second = held.enter_context(socket.socket())
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no two consecutive free ports on loopback")
 
 
 class WeaviateCluster:

@@ -1,6 +1,6 @@
 """Helpers for tests of the retrieval service and of storage backends (contract suite).
 
-They live in the package, like ``memex.shared.testing``, so every backend's tests can use them.
+They live in memex-testing, not in one conftest, so every backend's tests can use them.
 """
 
 from __future__ import annotations
