@@ -30,7 +30,7 @@ from pathlib import Path
 
 import grpc
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 
@@ -40,7 +40,7 @@ SHARED = ROOT.parent / "shared" / "eval" / "scifact-train"
 
 def cli(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

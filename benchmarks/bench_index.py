@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bench_first_words import cli  # the same CLI runner
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TIL = ROOT.parent / "shared" / "eval" / "til-vault"

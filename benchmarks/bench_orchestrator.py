@@ -38,7 +38,7 @@ from pathlib import Path
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
@@ -69,7 +69,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def cli(env: dict[str, str], *args: str, timeout: float = 600) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

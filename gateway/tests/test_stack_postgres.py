@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
 from memex.shared import testing
+from memex.shared.stack_settings import StackSettings
 
 
 def settings(tmp_path: Path, **fields: object) -> StackSettings:

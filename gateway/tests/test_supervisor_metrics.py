@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memex.gateway.stack import StackSettings, private_stack_env
-from memex.gateway.stack_processes import ServiceDef
-from memex.gateway.supervisor import Supervisor, busy_ports
-from memex.gateway.supervisor_metrics import SupervisorMetrics
+from memex.cli.stack.processes import ServiceDef
+from memex.cli.stack.services import private_stack_env
+from memex.cli.stack.supervisor import Supervisor, busy_ports
+from memex.cli.stack.supervisor_metrics import SupervisorMetrics
+from memex.shared.stack_settings import StackSettings
 from memex.shared.testing import free_port
 
 # A stand-in service: answers 200 to any HTTP GET on the port it is given.

@@ -29,10 +29,10 @@ from typing import Any
 import httpx
 import pytest
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 
 # -- the vault ------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 from memex.reasoner.catalogue import DEFAULT_MODEL, lookup
 from memex.retrieval.testing import (
     ESPEAK,

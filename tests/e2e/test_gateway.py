@@ -18,7 +18,7 @@ import pytest
 import yaml
 from openai import OpenAI
 
-from memex.gateway.stack import private_stack_env
+from memex.cli.stack.services import private_stack_env
 from memex.reasoner.catalogue import TEST_MODEL, tiny_model_path
 from memex.shared.testing import require
 
@@ -96,7 +96,7 @@ def real_stack(
     (tmp / "data" / "personas" / "historian.toml").write_text(
         'name = "historian"\ndescription = "Dates first."\nsystem_prompt = "Give dates first."\n'
     )
-    command = [sys.executable, "-m", "memex.gateway.cli"]
+    command = [sys.executable, "-m", "memex.cli"]
     try:
         yield command, start(command, env, tmp)
     finally:

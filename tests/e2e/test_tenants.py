@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from memex.cli.stack.services import private_stack_env
 from memex.embedding.config import default_model_dir
-from memex.gateway.stack import private_stack_env
 from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import find_binary
 from memex.shared.testing import require
@@ -29,7 +29,7 @@ from .test_gateway import events as read_events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 
 # The backends under test: each is the stack's extra environment. Each memory store and each
 # orchestrator state store runs once, paired as a person would deploy them: one machine

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from memex.gateway.stack import StackSettings, private_stack_env, stack_services
+from memex.cli.stack.services import private_stack_env, stack_services
 from memex.orchestrator.ask_events import AskResult
 from memex.orchestrator.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.queue.turns import FORGOTTEN_THREAD, TURN_REQUEST
@@ -22,6 +22,7 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.store import OrchestratorStore, Turn
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
+from memex.shared.stack_settings import StackSettings
 from memex.shared.testing import serving
 
 from .conftest import older_database

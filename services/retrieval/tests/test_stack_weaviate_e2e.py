@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from memex.cli.stack.services import private_stack_env
 from memex.embedding.config import default_model_dir
-from memex.gateway.stack import private_stack_env
 from memex.retrieval.testing import write
 from memex.retrieval.weaviate_server import WeaviatePorts, find_binary
 
@@ -26,7 +26,7 @@ def _memex(
     env: dict[str, str], *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,
