@@ -5,6 +5,8 @@
 - a surface (``memex.gateway``: HTTP and MCP; ``memex.cli``: the `memex` command, its stack
   supervisor and `memex eval`) talks to stages only through their gRPC contracts
   (``memex.<stage>.v1``), never through a stage's internals;
+- the HTTP and MCP surfaces do not import the CLI: ``memex.cli`` may use ``memex.gateway`` (API
+  keys, what a surface says when memex is not running, running the MCP server), never the reverse;
 - a stage imports no surface and no other stage's internals.
 
 An import is any of: ``import m`` and ``from m import x`` (inside functions too), relative imports
@@ -101,6 +103,8 @@ def forbidden(part: str, module: str) -> str | None:
         return "the common library knows no stage and no surface"
     if part in SURFACES and target in STAGES and not is_contract:
         return "a surface uses a stage only through its gRPC contract"
+    if part == "gateway" and target == "cli":
+        return "the HTTP and MCP surfaces do not import the CLI (the CLI may use them)"
     if part in STAGES and target in SURFACES:
         return "a stage imports no surface"
     if part in STAGES and target in STAGES and target != part and not is_contract:
@@ -161,6 +165,24 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert forbidden("retrieval", "memex.cli.main")
     assert forbidden("cli", "memex.orchestrator.v1.orchestrator_pb2") is None
     assert forbidden("cli", "memex.gateway.apikeys") is None
+
+
+def test_the_gateway_may_not_import_the_cli() -> None:
+    assert forbidden("gateway", "memex.cli")
+    assert forbidden("gateway", "memex.cli.stack.services")
+    # Every way of reaching it from a module of memex.gateway.mcp is found and refused: absolute,
+    # relative, and running it with -m.
+    source = textwrap.dedent(
+        """
+        from memex.cli.main import main
+        from ...cli import observe
+        from ...cli.stack import services
+        os.execvp(sys.executable, [sys.executable, "-m", "memex.cli", "up"])
+        """
+    )
+    found = [m for _, m in imported_modules(source, "memex.gateway.mcp")]
+    assert found == ["memex.cli.main", "memex.cli", "memex.cli.stack", "memex.cli"]
+    assert all(forbidden("gateway", m) for m in found)
 
 
 def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:
