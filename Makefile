@@ -289,7 +289,7 @@ demo: up ## The main job: start the stack, index the sample vault, ask it a ques
 	$(MEMEX) index demo/vault
 	$(MEMEX) ask "$(DEMO_QUESTION)"
 	@echo
-	@echo "Web chat: $$($(PY) -c 'from memex.gateway.stack import StackSettings; print(StackSettings().web_url)')"
+	@echo "Web chat: $$($(PY) -c 'from memex.shared.stack_settings import StackSettings; print(StackSettings().web_url)')"
 	@echo "Ask your own: .venv/bin/memex ask \"...\"   chat: .venv/bin/memex chat   stop: make down"
 
 EVAL_QUESTIONS ?= demo/eval/questions.jsonl

@@ -20,8 +20,8 @@ import asyncio
 import statistics
 from pathlib import Path
 
-from memex.gateway.cli.eval_matching import contains, is_gold
-from memex.gateway.cli.eval_questions import parse_questions
+from memex.cli.eval.matching import contains, is_gold
+from memex.cli.eval.questions import parse_questions
 from memex.orchestrator.answer.sources import estimate_tokens, render_all, select
 from memex.orchestrator.ports import SearchSpec
 from memex.orchestrator.wire.clients import GrpcMemory

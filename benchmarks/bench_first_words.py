@@ -40,7 +40,7 @@ SHARED = ROOT.parent / "shared" / "eval" / "scifact-train"
 
 def cli(env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING
 import grpc
 import httpx
 
-from memex.gateway.stack import StackSettings
-from memex.gateway.supervisor import read_state
+from memex.cli.stack.supervisor import read_state
 from memex.orchestrator.v1 import orchestrator_pb2, orchestrator_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 from memex.testing import free_port
 from memex.testing.stack import private_stack_env
 
@@ -98,7 +98,7 @@ def script(path: Path, delay_ms: float, hold_delay_ms: float) -> Path:
 
 def memex(env: dict[str, str], *args: str, timeout: float = 300) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

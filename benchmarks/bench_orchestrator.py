@@ -69,7 +69,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def cli(env: dict[str, str], *args: str, timeout: float = 600) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

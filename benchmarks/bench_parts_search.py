@@ -27,8 +27,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from memex.gateway.cli.eval_matching import is_gold
-from memex.gateway.cli.eval_questions import Question, parse_questions
+from memex.cli.eval.matching import is_gold
+from memex.cli.eval.questions import Question, parse_questions
 from memex.orchestrator.answer.question_parts import question_parts
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.memory.items import ShownItem, note_path

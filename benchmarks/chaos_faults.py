@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.supervisor import probe
+from memex.cli.stack.services import stack_services
+from memex.cli.stack.supervisor import probe
+from memex.shared.stack_settings import StackSettings
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class RunningStack:
     def memex(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Runs the `memex` CLI against this stack."""
         return subprocess.run(
-            [sys.executable, "-m", "memex.gateway.cli", *args],
+            [sys.executable, "-m", "memex.cli", *args],
             env=self.env,
             capture_output=True,
             text=True,

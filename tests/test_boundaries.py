@@ -1,9 +1,12 @@
 """The layering rules, checked on every import in the source tree (not the tests):
 
 - the common library (``memex.shared``) knows no stage and no surface: it imports neither a
-  stage's code nor its contract, nor ``memex.gateway``;
-- a surface (``memex.gateway``: HTTP, MCP, the CLI) talks to stages only through their gRPC
-  contracts (``memex.<stage>.v1``), never through a stage's internals;
+  stage's code nor its contract, nor ``memex.gateway`` or ``memex.cli``;
+- a surface (``memex.gateway``: HTTP and MCP; ``memex.cli``: the `memex` command, its stack
+  supervisor and `memex eval`) talks to stages only through their gRPC contracts
+  (``memex.<stage>.v1``), never through a stage's internals;
+- the HTTP and MCP surfaces do not import the CLI: ``memex.cli`` may use ``memex.gateway`` (API
+  keys, what a surface says when memex is not running, running the MCP server), never the reverse;
 - a stage imports no surface and no other stage's internals;
 - nothing shipped (a module under any ``src/``) imports test support: ``pytest`` or
   ``memex.testing`` (memex-testing, tests/support/, installed for development and CI only).
@@ -29,9 +32,11 @@ import pytest
 from memex.testing import REPO_ROOT
 
 STAGES = ("embedding", "retrieval", "reasoner", "orchestrator")
+SURFACES = ("gateway", "cli")
 SOURCES = {
     "shared": REPO_ROOT / "shared" / "src" / "memex" / "shared",
     "gateway": REPO_ROOT / "gateway" / "src" / "memex" / "gateway",
+    "cli": REPO_ROOT / "gateway" / "src" / "memex" / "cli",
     **{stage: REPO_ROOT / "services" / stage / "src" / "memex" / stage for stage in STAGES},
 }
 
@@ -99,11 +104,13 @@ def forbidden(part: str, module: str) -> str | None:
         return None
     target = names[1]
     is_contract = len(names) > 2 and names[2] == "v1"
-    if part == "shared" and target in (*STAGES, "gateway"):
+    if part == "shared" and target in (*STAGES, *SURFACES):
         return "the common library knows no stage and no surface"
-    if part == "gateway" and target in STAGES and not is_contract:
+    if part in SURFACES and target in STAGES and not is_contract:
         return "a surface uses a stage only through its gRPC contract"
-    if part in STAGES and target == "gateway":
+    if part == "gateway" and target == "cli":
+        return "the HTTP and MCP surfaces do not import the CLI (the CLI may use them)"
+    if part in STAGES and target in SURFACES:
         return "a stage imports no surface"
     if part in STAGES and target in STAGES and target != part and not is_contract:
         return "a stage uses another stage only through its gRPC contract"
@@ -113,12 +120,12 @@ def forbidden(part: str, module: str) -> str | None:
 # Breaks of the rules that are known and kept for now, each said here with why, never passed over
 # in silence; a test fails when one is no longer found, so the list cannot go stale.
 # - `memex worker` execs the orchestrator's queued-turn worker in the foreground, as `memex up`
-#   starts it (gateway/stack_processes.py names the same module as the worker's ServiceDef.module, which this
-#   scan does not read, nor the stack's other module names). Starting a stage's process is the
+#   starts it (cli/stack/processes.py names the same module as the worker's ServiceDef.module, which
+#   this scan does not read, nor the stack's other module names). Starting a stage's process is the
 #   supervisor's work, but the module path still ties the surface to the stage's internals: an
 #   entry point of the stage's own (``python -m memex.orchestrator worker``) would end it.
 KNOWN = frozenset(
-    {"gateway/src/memex/gateway/cli/stack_commands.py: memex.orchestrator.queue.worker"},
+    {"gateway/src/memex/cli/stack/commands.py: memex.orchestrator.queue.worker"},
 )
 
 
@@ -150,7 +157,7 @@ def test_the_known_breaks_are_still_there() -> None:
 
 
 def test_the_rules_catch_what_they_forbid() -> None:
-    assert forbidden("shared", "memex.gateway.stack")
+    assert forbidden("shared", "memex.gateway.present")
     assert forbidden("shared", "memex.retrieval.v1.retrieval_pb2")
     assert forbidden("gateway", "memex.orchestrator.state.store")
     assert forbidden("retrieval", "memex.gateway.app")
@@ -158,6 +165,29 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert forbidden("gateway", "memex.orchestrator.v1.orchestrator_pb2") is None
     assert forbidden("orchestrator", "memex.retrieval.v1.retrieval_pb2") is None
     assert forbidden("gateway", "memex.shared.errors") is None
+    assert forbidden("cli", "memex.orchestrator.store")
+    assert forbidden("shared", "memex.cli.stack.services")
+    assert forbidden("retrieval", "memex.cli.main")
+    assert forbidden("cli", "memex.orchestrator.v1.orchestrator_pb2") is None
+    assert forbidden("cli", "memex.gateway.apikeys") is None
+
+
+def test_the_gateway_may_not_import_the_cli() -> None:
+    assert forbidden("gateway", "memex.cli")
+    assert forbidden("gateway", "memex.cli.stack.services")
+    # Every way of reaching it from a module of memex.gateway.mcp is found and refused: absolute,
+    # relative, and running it with -m.
+    source = textwrap.dedent(
+        """
+        from memex.cli.main import main
+        from ...cli import observe
+        from ...cli.stack import services
+        os.execvp(sys.executable, [sys.executable, "-m", "memex.cli", "up"])
+        """
+    )
+    found = [m for _, m in imported_modules(source, "memex.gateway.mcp")]
+    assert found == ["memex.cli.main", "memex.cli", "memex.cli.stack", "memex.cli"]
+    assert all(forbidden("gateway", m) for m in found)
 
 
 def test_the_scan_finds_relative_imports_and_modules_run_with_dash_m() -> None:

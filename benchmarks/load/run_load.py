@@ -37,7 +37,7 @@ from pathlib import Path
 
 import psutil
 
-from memex.gateway.observe import SCRAPE_INTERVAL
+from memex.cli.observe import SCRAPE_INTERVAL
 from memex.reasoner.catalogue import DEFAULT_MODEL
 from memex.testing.stack import private_stack_env
 
@@ -50,7 +50,7 @@ REPO = HERE.parents[1]
 LOCUSTFILE = HERE / "locustfile.py"
 STUB_SCRIPT = HERE / "stub_script.json"
 DEMO_VAULT = REPO / "demo" / "vault"
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 SCRAPE_SECONDS = int(SCRAPE_INTERVAL.removesuffix("s"))
 SATURATION_STEPS = (2, 4, 8, 16, 32, 64, 128, 256)
 # The one locust entry summing every request; never a row of the mix.

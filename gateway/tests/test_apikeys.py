@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from memex.cli.main import main
+from memex.cli.stack.services import stack_services
 from memex.gateway import apikeys
-from memex.gateway.cli.main import main
-from memex.gateway.stack import StackSettings, stack_services
 from memex.shared.errors import AlreadyExists, InvalidArgument, NotFound
+from memex.shared.stack_settings import StackSettings
 
 
 def test_a_key_is_stored_as_a_hash_in_an_owner_only_file(tmp_path: Path) -> None:

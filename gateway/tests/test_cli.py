@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.gateway.supervisor import alive
+from memex.cli.stack.supervisor import alive
 from memex.testing import free_ports
 from memex.testing.stack import private_stack_env
 
@@ -32,7 +32,7 @@ def memex(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedPr
         **settings,
     }
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -60,7 +60,7 @@ def test_commands_say_how_to_start_memex_when_it_is_down(tmp_path: Path, args: l
 def test_a_bad_setting_is_a_clear_error(tmp_path: Path) -> None:
     env = {**os.environ, "MEMEX_EMBEDDING_PORT": "not-a-port"}
     result = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", "status"],
+        [sys.executable, "-m", "memex.cli", "status"],
         env=env,
         capture_output=True,
         text=True,
@@ -86,7 +86,7 @@ def test_up_says_which_port_another_program_holds(tmp_path: Path) -> None:
         squatter.bind(("127.0.0.1", int(env["MEMEX_GATEWAY_PORT"])))
         squatter.listen()
         result = subprocess.run(
-            [sys.executable, "-m", "memex.gateway.cli", "up"],
+            [sys.executable, "-m", "memex.cli", "up"],
             env=env,
             capture_output=True,
             text=True,
@@ -104,7 +104,7 @@ def test_up_shows_why_a_service_failed_to_start(tmp_path: Path) -> None:
     env = private_stack_env(tmp_path, MEMEX_REASONER_MODEL="no-such-model")
     env.pop("MEMEX_STORE", None)
     result = subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", "up"],
+        [sys.executable, "-m", "memex.cli", "up"],
         env=env,
         capture_output=True,
         text=True,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from memex.gateway.cli.records_commands import format_item
+from memex.cli.records_commands import format_item
 from memex.gateway.present import SearchHit
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.testing import free_ports

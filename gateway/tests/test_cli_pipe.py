@@ -8,7 +8,7 @@ import sys
 # A command that prints far more than a pipe holds, run through the real `main`.
 LOUD = """
 import argparse
-from memex.gateway.cli import main
+from memex.cli import main
 
 def loud(args, settings):
     for _ in range(100_000):

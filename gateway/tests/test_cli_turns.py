@@ -204,7 +204,7 @@ async def test_a_lost_watch_is_opened_again(queue: Any) -> None:
 async def test_ctrl_c_stops_following_and_leaves_the_turn_queued(queue: Any) -> None:
     env, _ = queue
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memex.gateway.cli", "turn", "wait", env=env,
+        sys.executable, "-m", "memex.cli", "turn", "wait", env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert process.stderr is not None

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memex.gateway.cli.eval_matching import contains, ref_key
-from memex.gateway.cli.eval_questions import parse_questions
+from memex.cli.eval.matching import contains, ref_key
+from memex.cli.eval.questions import parse_questions
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = (ROOT / "demo" / "vault", ROOT / "demo" / "eval" / "questions.jsonl")

@@ -160,7 +160,7 @@ async def stack(tmp_path: Path) -> AsyncIterator[tuple[dict[str, str], Orchestra
 
 async def memex(env: dict[str, str], *args: str, cwd: Path | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memex.gateway.cli", *args, env=env, cwd=cwd,
+        sys.executable, "-m", "memex.cli", *args, env=env, cwd=cwd,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 60)

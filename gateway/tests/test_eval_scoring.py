@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from memex.gateway.cli import eval_report
-from memex.gateway.cli.eval_matching import contains, is_gold, missing_facts, normalize, ref_key
-from memex.gateway.cli.eval_questions import (
+from memex.cli.eval import report as eval_report
+from memex.cli.eval.matching import contains, is_gold, missing_facts, normalize, ref_key
+from memex.cli.eval.questions import (
     Question,
     QuestionFileError,
     parse_questions,
     resolve_queries,
 )
-from memex.gateway.cli.eval_replay import Logged, compare, replay_set
-from memex.gateway.cli.eval_scoring import Outcome, judge, percentile, summarize
+from memex.cli.eval.replay import Logged, compare, replay_set
+from memex.cli.eval.scoring import Outcome, judge, percentile, summarize
 
 ALLOTMENT = Question(
     "allotment-cost", "What does the allotment cost?", True, ("Allotment Tenancy Agreement",),

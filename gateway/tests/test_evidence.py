@@ -79,7 +79,7 @@ def memex(gateway: Gateway, tmp_path: Path, *args: str) -> subprocess.CompletedP
     port = gateway.settings.orchestrator_addr.rsplit(":", 1)[1]
     env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_ORCHESTRATOR_PORT": port}
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", "evidence", *args],
+        [sys.executable, "-m", "memex.cli", "evidence", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -29,7 +29,7 @@ def memex(gateway: Gateway, tmp_path: Path, *args: str) -> subprocess.CompletedP
     port = gateway.settings.orchestrator_addr.rsplit(":", 1)[1]
     env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_ORCHESTRATOR_PORT": port}
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", "forget", *args],
+        [sys.executable, "-m", "memex.cli", "forget", *args],
         env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -40,7 +40,7 @@ def on_terminal(gateway: Gateway, tmp_path: Path, typed: bytes, *args: str) -> t
     env = {**os.environ, "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_ORCHESTRATOR_PORT": port}
     master, slave = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "memex.gateway.cli", "forget", *args],
+        [sys.executable, "-m", "memex.cli", "forget", *args],
         env=env, stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)

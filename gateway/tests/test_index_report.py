@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memex.gateway.cli import index_report
-from memex.gateway.stack import StackSettings
+from memex.cli import index_report
 from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.stack_settings import StackSettings
 
 
 def summary(skips: int) -> retrieval_pb2.IndexSummary:

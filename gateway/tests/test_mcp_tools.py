@@ -16,9 +16,9 @@ from mcp.types import CallToolResult
 from memex.common.v1 import common_pb2
 from memex.gateway.mcp.server import build_server
 from memex.gateway.mcp.settings import McpSettings
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 from memex.testing import free_port, free_ports
 
 

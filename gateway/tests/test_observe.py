@@ -11,14 +11,14 @@ from pathlib import Path
 
 import yaml
 
-from memex.gateway import apikeys
-from memex.gateway.observe import (
+from memex.cli.observe import (
     JOBS,
     default_rules_file,
     gateway_key_file,
     scrape_config,
 )
-from memex.gateway.stack import StackSettings
+from memex.gateway import apikeys
+from memex.shared.stack_settings import StackSettings
 from memex.testing import require
 from memex.testing.stack import private_stack_env
 
@@ -29,7 +29,7 @@ def settings(tmp_path: Path) -> StackSettings:
 
 def memex(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

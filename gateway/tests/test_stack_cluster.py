@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
 from memex.retrieval.weaviate_peers import parse_peers
+from memex.shared.stack_settings import StackSettings
 
 
 def _settings(tmp_path: Path, nodes: int) -> StackSettings:
@@ -54,7 +55,7 @@ def test_two_nodes_are_refused_with_the_reason(tmp_path: Path) -> None:
 
 def test_nodes_without_weaviate_is_bad_input(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "MEMEX_DATA_DIR": str(tmp_path), "MEMEX_STORE": "embedded"}
-    cli = [sys.executable, "-m", "memex.gateway.cli", "up", "--nodes", "3"]
+    cli = [sys.executable, "-m", "memex.cli", "up", "--nodes", "3"]
     done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "--store weaviate" in done.stdout
@@ -89,7 +90,7 @@ def test_two_services_on_one_port_are_refused_naming_both(tmp_path: Path) -> Non
 def test_up_with_two_services_on_one_port_is_bad_input(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "MEMEX_DATA_DIR": str(tmp_path)}
     env |= {"MEMEX_REASONER_PORT": "18001", "MEMEX_ORCHESTRATOR_PORT": "18001"}
-    cli = [sys.executable, "-m", "memex.gateway.cli", "up"]
+    cli = [sys.executable, "-m", "memex.cli", "up"]
     done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.startswith(

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
+from memex.shared.stack_settings import StackSettings
 from memex.testing import ports
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memex.gateway.stack import StackSettings
-from memex.gateway.stack_processes import ServiceDef
-from memex.gateway.supervisor import Supervisor, busy_ports
-from memex.gateway.supervisor_metrics import SupervisorMetrics
+from memex.cli.stack.processes import ServiceDef
+from memex.cli.stack.supervisor import Supervisor, busy_ports
+from memex.cli.stack.supervisor_metrics import SupervisorMetrics
+from memex.shared.stack_settings import StackSettings
 from memex.testing import free_port
 from memex.testing.stack import private_stack_env
 

@@ -12,9 +12,9 @@ import httpx
 import pytest
 from starlette.requests import Request
 
+from memex.cli.main import main
 from memex.gateway import apikeys, security
 from memex.gateway.apikeys import KeyRing
-from memex.gateway.cli.main import main
 from memex.gateway.config import GatewaySettings
 from memex.gateway.errors import ApiError
 from memex.gateway.security import Guard, RateLimiter

@@ -37,7 +37,7 @@ def model_dir() -> Path:
 
 
 DEMO_VAULT = Path(__file__).resolve().parents[2] / "demo" / "vault"
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def stack_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
 @pytest.fixture
 def memex_cli(stack_env: dict[str, str]) -> Iterator[list[str]]:
     """The `memex` command for the private stack; the stack is stopped after the test."""
-    command = [sys.executable, "-m", "memex.gateway.cli"]
+    command = [sys.executable, "-m", "memex.cli"]
     yield command
     subprocess.run([*command, "down"], env=stack_env, timeout=90, check=False)
 

@@ -32,7 +32,7 @@ import pytest
 from memex.testing.stack import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 
 # -- the vault ------------------------------------------------------------------------------------
 

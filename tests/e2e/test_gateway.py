@@ -96,7 +96,7 @@ def real_stack(
     (tmp / "data" / "personas" / "historian.toml").write_text(
         'name = "historian"\ndescription = "Dates first."\nsystem_prompt = "Give dates first."\n'
     )
-    command = [sys.executable, "-m", "memex.gateway.cli"]
+    command = [sys.executable, "-m", "memex.cli"]
     try:
         yield command, start(command, env, tmp)
     finally:

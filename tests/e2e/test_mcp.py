@@ -30,9 +30,7 @@ TOOLS = {
 
 
 async def with_session(env: dict[str, str], body: Any) -> Any:
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "memex.gateway.cli", "mcp"], env=env
-    )
+    server = StdioServerParameters(command=sys.executable, args=["-m", "memex.cli", "mcp"], env=env)
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from memex.gateway.observe import JOBS
+from memex.cli.observe import JOBS
 from memex.testing import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 RULE_GROUPS = {
     "memex.availability",
     "memex.rpc",

@@ -31,17 +31,18 @@ import grpc
 import psycopg
 import pytest
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.pgcluster import INSTALL_HINT, Cluster, find_bin_dir
+from memex.shared.stack_settings import StackSettings
 from memex.testing import free_ports, private_postgres
 from memex.testing.stack import private_stack_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(420)]
 
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 THREADS, PER_THREAD = 40, 5  # 200 turns
 STACK_WORKER = f"{socket.gethostname()}-chat-worker"  # the supervised worker's default id
 KILL_AFTER = 120  # turns queued before the kills; the rest go to the surviving orchestrator

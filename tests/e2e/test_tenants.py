@@ -29,7 +29,7 @@ from .test_gateway import events as read_events
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
-CLI = [sys.executable, "-m", "memex.gateway.cli"]
+CLI = [sys.executable, "-m", "memex.cli"]
 
 # The backends under test: each is the stack's extra environment. Each memory store and each
 # orchestrator state store runs once, paired as a person would deploy them: one machine

@@ -174,7 +174,7 @@ class Orchestrator(Reads):
 
 async def memex(env: dict[str, str], *args: str, stdin: str = "") -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memex.gateway.cli", *args, env=env,
+        sys.executable, "-m", "memex.cli", *args, env=env,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -187,7 +187,7 @@ async def on_terminal(env: dict[str, str], *args: str, typed: bytes = b"") -> tu
     """Runs memex with a terminal for stdin, stdout and stderr; its exit code and the screen."""
     master, slave = pty.openpty()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memex.gateway.cli", *args, env=env, stdin=slave, stdout=slave, stderr=slave,
+        sys.executable, "-m", "memex.cli", *args, env=env, stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
     os.write(master, typed)  # typed ahead; the terminal buffers it

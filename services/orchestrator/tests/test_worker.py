@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
 from memex.orchestrator.ask.events import AskResult
 from memex.orchestrator.memory.policy import WITHHELD_READ, WITHHELD_REPLY
 from memex.orchestrator.queue.turns import FORGOTTEN_THREAD, TURN_REQUEST
@@ -22,6 +22,7 @@ from memex.orchestrator.service import Orchestrator
 from memex.orchestrator.state.store import OrchestratorStore, Turn
 from memex.shared.errors import InvalidArgument, ResourceExhausted
 from memex.shared.health import check
+from memex.shared.stack_settings import StackSettings
 from memex.testing import serving
 from memex.testing.stack import private_stack_env
 

@@ -59,7 +59,7 @@ def reasoner_env(model_path: Path) -> Iterator[dict[str, str]]:
 
 def memex(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memex.gateway.cli", *args],
+        [sys.executable, "-m", "memex.cli", *args],
         env=env,
         capture_output=True,
         text=True,

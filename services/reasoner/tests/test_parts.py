@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memex.gateway.stack import StackSettings, stack_services
+from memex.cli.stack.services import stack_services
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.errors import InvalidOutput
 from memex.reasoner.scheduler import Scheduler
 from memex.reasoner.schema import example_instance, parse_schema, validate_output
 from memex.reasoner.text import StopMatcher
 from memex.shared.errors import InvalidArgument, ResourceExhausted
+from memex.shared.stack_settings import StackSettings
 
 
 async def test_scheduler_serves_waiters_first_in_first_out() -> None:

@@ -26,7 +26,7 @@ async def _memex(port: int, *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "memex.gateway.cli",
+        "memex.cli",
         *args,
         env=env,
         stdout=asyncio.subprocess.PIPE,

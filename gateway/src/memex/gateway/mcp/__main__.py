@@ -15,8 +15,8 @@ from pydantic_settings import BaseSettings
 
 from memex.gateway.mcp.server import build_server
 from memex.gateway.mcp.settings import McpSettings
-from memex.gateway.stack import StackSettings
 from memex.shared.settings import describe_invalid
+from memex.shared.stack_settings import StackSettings
 
 S = TypeVar("S", bound=BaseSettings)
 

@@ -9,9 +9,9 @@ import grpc
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memex.gateway.reachability import not_running_message, unreachable
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.client import open_channel
+from memex.shared.stack_settings import StackSettings
 
 T = TypeVar("T")
 if TYPE_CHECKING:  # the async stub types exist only in the generated .pyi

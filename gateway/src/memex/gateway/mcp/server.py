@@ -8,7 +8,7 @@ from mcp.types import ToolAnnotations
 from memex.gateway.mcp.backend import Stack
 from memex.gateway.mcp.settings import McpSettings
 from memex.gateway.mcp.tools import Tools
-from memex.gateway.stack import StackSettings
+from memex.shared.stack_settings import StackSettings
 
 INSTRUCTIONS = (
     "memex is the user's personal memory: their notes, people, events, inbox and beliefs. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memex.gateway.stack import StackSettings
+from memex.shared.stack_settings import StackSettings
 from memex.testing import free_ports
 
 

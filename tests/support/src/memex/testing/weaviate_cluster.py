@@ -1,7 +1,7 @@
 """A throwaway Weaviate cluster on loopback: N ``WeaviateServer`` processes that are peers.
 
 For tests and benchmarks; `memex up --store weaviate --nodes N` builds the same cluster from
-the stack settings instead (``memex.gateway.stack``).
+the stack settings instead (``memex.cli.stack.weaviate``).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memex.gateway.stack import StackSettings
 from memex.shared import certs
 from memex.shared.errors import MemexError
+from memex.shared.stack_settings import StackSettings
 
 EXIT_BAD_INPUT = 2
 

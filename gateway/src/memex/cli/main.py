@@ -9,13 +9,12 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from memex.gateway.cli import (
+from memex.cli import (
     ask_commands,
     beliefs_commands,
     certs_command,
     chat_command,
     embed_command,
-    eval_command,
     evidence_command,
     forget_command,
     generate_command,
@@ -24,11 +23,12 @@ from memex.gateway.cli import (
     options,
     records_commands,
     retrieval_commands,
-    stack_commands,
     turn_commands,
 )
-from memex.gateway.stack import StackSettings
+from memex.cli.eval import command as eval_command
+from memex.cli.stack import commands as stack_commands
 from memex.shared.settings import describe_invalid
+from memex.shared.stack_settings import StackSettings
 
 Command = Callable[[argparse.Namespace, StackSettings], int]
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memex.cli import options, rpc
 from memex.gateway import reads
-from memex.gateway.cli import options, rpc
 from memex.gateway.present import Note, NoteVersion, Record, SearchHit, Timeline
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.channels import CHANNELS
+from memex.shared.stack_settings import StackSettings
 
 SERVICE = "memex.orchestrator.v1.OrchestratorService"
 READS = ["Search", "QueryRecords", "PersonTimeline", "ListInbox", "GetNote"]

@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from memex.gateway import apikeys
-from memex.gateway.stack import StackSettings
 from memex.shared.errors import MemexError, NotFound
+from memex.shared.stack_settings import StackSettings
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_FOUND = 1, 2, 4
 

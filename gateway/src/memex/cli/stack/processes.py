@@ -1,17 +1,15 @@
 """The stack's processes that are memex's own: a service definition (``ServiceDef``), and how each
 of memex's gRPC services, the queued-turn worker, the local PostgreSQL and the HTTP gateway is
-started, with its environment, from the stack settings (``stack``). Weaviate's are
-``stack_weaviate``.
+started, with its environment, from the stack settings (``memex.shared.stack_settings``). Weaviate's
+are ``weaviate``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # stack imports this module to put the services in order
-    from memex.gateway.stack import StackSettings
+from memex.shared.stack_settings import StackSettings
 
 
 @dataclass(frozen=True)

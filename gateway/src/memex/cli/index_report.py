@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memex.gateway.stack import StackSettings
 from memex.retrieval.v1 import retrieval_pb2
+from memex.shared.stack_settings import StackSettings
 
 SHOWN_SKIPS = 20
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from memex.cli import rpc
 from memex.embedding.v1 import embedding_pb2, embedding_pb2_grpc
-from memex.gateway.cli import rpc
-from memex.gateway.stack import StackSettings
+from memex.shared.stack_settings import StackSettings
 
 
 def embed(args: argparse.Namespace, settings: StackSettings) -> int:

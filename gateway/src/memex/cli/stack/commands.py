@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memex.gateway.cli import index_report
-from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.supervisor import (
+from memex.cli import index_report
+from memex.cli.stack.services import stack_services
+from memex.cli.stack.supervisor import (
     Supervisor,
     alive,
     busy_ports,
@@ -26,6 +26,7 @@ from memex.gateway.supervisor import (
     read_state,
 )
 from memex.shared.logs import configure_logging
+from memex.shared.stack_settings import StackSettings
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -72,7 +73,7 @@ def up(args: argparse.Namespace, settings: StackSettings) -> int:
     log_path = settings.log_dir / "supervisor.log"
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memex.gateway.cli", "supervise"],
+            [sys.executable, "-m", "memex.cli", "supervise"],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,

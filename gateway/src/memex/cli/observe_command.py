@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memex.gateway import observe
-from memex.gateway.stack import StackSettings
-from memex.gateway.supervisor import read_state
+from memex.cli import observe
+from memex.cli.stack.supervisor import read_state
 from memex.shared.errors import MemexError
+from memex.shared.stack_settings import StackSettings
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from memex.gateway.stack import StackSettings, stack_services
-from memex.gateway.stack_processes import ServiceDef
-from memex.gateway.supervisor_metrics import SupervisorMetrics
+from memex.cli.stack.processes import ServiceDef
+from memex.cli.stack.services import stack_services
+from memex.cli.stack.supervisor_metrics import SupervisorMetrics
 from memex.shared.health import check, check_http
+from memex.shared.stack_settings import StackSettings
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.gateway.cli import rpc
-from memex.gateway.stack import StackSettings
+from memex.cli import rpc
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

@@ -1,7 +1,7 @@
 """`memex eval`'s scoring: the checks of docs/eval.md on each answer, and the metrics over a run.
-Pure functions; the command (``eval_command``) feeds them what the stack answered. Questions come
-from ``eval_questions``, fact and citation matching from ``eval_matching``; the replay diff is
-``eval_replay``. Exact definitions are in docs/eval.md.
+Pure functions; the command (``command``) feeds them what the stack answered. Questions come
+from ``questions``, fact and citation matching from ``matching``; the replay diff is
+``replay``. Exact definitions are in docs/eval.md.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from memex.gateway.cli.eval_matching import is_gold, missing_facts
-from memex.gateway.cli.eval_questions import Question
+from memex.cli.eval.matching import is_gold, missing_facts
+from memex.cli.eval.questions import Question
 
 # Sources counted as "leading" by the retrieval metric: about what the ask's first pass reads on
 # a 2-core CPU (docs/orchestrator.md), so a gold note below them is answered only by widening.

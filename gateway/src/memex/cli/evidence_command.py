@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex.gateway.cli import options, rpc
+from memex.cli import options, rpc
 from memex.gateway.present_evidence import EvidenceBundle, as_of_line
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

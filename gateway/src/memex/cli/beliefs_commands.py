@@ -10,11 +10,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memex.gateway.cli import rpc
+from memex.cli import rpc
 from memex.gateway.present_beliefs import Belief, ReflectReport
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

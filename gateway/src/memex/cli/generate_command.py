@@ -15,9 +15,9 @@ from pathlib import Path
 import grpc
 
 from memex.gateway.reachability import unreachable
-from memex.gateway.stack import StackSettings
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.client import open_channel
+from memex.shared.stack_settings import StackSettings
 
 EXIT_BAD_INPUT = 2
 EXIT_NOT_RUNNING = 3

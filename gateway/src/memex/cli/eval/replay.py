@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memex.gateway.cli.eval_matching import ref_key
-from memex.gateway.cli.eval_scoring import Outcome
+from memex.cli.eval.matching import ref_key
+from memex.cli.eval.scoring import Outcome
 
 
 @dataclass(frozen=True)

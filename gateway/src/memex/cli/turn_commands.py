@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memex.cli import options, rpc
+from memex.cli.ask_commands import as_of_heading, render_citations
 from memex.gateway import convert
-from memex.gateway.cli import options, rpc
-from memex.gateway.cli.ask_commands import as_of_heading, render_citations
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.errors import InvalidArgument, NotFound
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:  # the async stub type exists only in the generated .pyi
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
+from memex.cli import rpc
+from memex.cli.progress import Spinner
 from memex.common.v1 import common_pb2
-from memex.gateway.cli import rpc
-from memex.gateway.cli.progress import Spinner
 from memex.gateway.present import SUPPORT_LABELS, support_name
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.shared.errors import MemexError
+from memex.shared.stack_settings import StackSettings
 
 # Kept for importers; the one definition is in rpc.
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_NOT_RUNNING, EXIT_NOT_FOUND = (

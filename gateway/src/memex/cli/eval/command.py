@@ -1,6 +1,6 @@
 """`memex eval`: runs a question file against the running stack through the orchestrator's
 AskStream and reports cited-correctness, citation precision, abstention and latency; with
-``--search``, ranks the gold notes in plain searches and asks nothing (eval_search); with
+``--search``, ranks the gold notes in plain searches and asks nothing (``search``); with
 ``--replay``, asks logged questions again and shows which answers changed (docs/eval.md)."""
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.gateway.cli import eval_report, eval_search, options, rpc
-from memex.gateway.cli.eval_questions import (
+from memex.cli import options, rpc
+from memex.cli.eval import report as eval_report
+from memex.cli.eval import search as eval_search
+from memex.cli.eval.questions import (
     Question,
     QuestionFileError,
     load_queries,
@@ -25,14 +27,14 @@ from memex.gateway.cli.eval_questions import (
     parse_questions,
     resolve_queries,
 )
-from memex.gateway.cli.eval_replay import Logged, compare, replay_set
-from memex.gateway.cli.eval_scoring import Outcome, judge, summarize
-from memex.gateway.stack import StackSettings
+from memex.cli.eval.replay import Logged, compare, replay_set
+from memex.cli.eval.scoring import Outcome, judge, summarize
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 from memex.orchestrator.v1 import orchestrator_pb2_grpc
 from memex.reasoner.v1 import reasoner_pb2, reasoner_pb2_grpc
 from memex.shared.client import open_channel
 from memex.shared.errors import MemexError
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:
     Stub = orchestrator_pb2_grpc.OrchestratorServiceAsyncStub
@@ -263,7 +265,7 @@ def _prefill_at_load(settings: StackSettings) -> float:
 def search_only(
     args: argparse.Namespace, settings: StackSettings, questions: Sequence[Question]
 ) -> int:
-    """`memex eval QUESTIONS --search`: ranks of the gold notes, no answers (eval_search)."""
+    """`memex eval QUESTIONS --search`: ranks of the gold notes, no answers (``search``)."""
     if args.out:
         return _bad("--out writes the answer report; with --search use --json")
     template = pb.SearchRequest(

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from memex.gateway import apikeys
-from memex.gateway.stack import StackSettings
+from memex.shared.stack_settings import StackSettings
 
 SCRAPE_INTERVAL = "5s"
 KEY_NAME = "prometheus"
@@ -41,7 +41,7 @@ def prometheus_dir(settings: StackSettings) -> Path:
 
 def default_rules_file() -> Path:
     """The rules in the checkout this package runs from: ``deploy/prometheus/memex.rules.yml``."""
-    repo = Path(__file__).resolve().parents[4]  # gateway/src/memex/gateway/observe.py
+    repo = Path(__file__).resolve().parents[4]  # gateway/src/memex/cli/observe.py
     return repo / "deploy" / "prometheus" / "memex.rules.yml"
 
 

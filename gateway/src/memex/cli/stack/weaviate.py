@@ -1,17 +1,14 @@
 """The stack's Weaviate: its server, or one process per node of a cluster, on the ports the stack
-settings (``stack``) give it, and the retrieval service's settings for it (where it runs, its key,
-on a cluster the other nodes and the replication factor).
+settings (``memex.shared.stack_settings``) give it, and the retrieval service's settings for it
+(where it runs, its key, on a cluster the other nodes and the replication factor).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from memex.gateway.stack_processes import ServiceDef
-
-if TYPE_CHECKING:  # stack imports this module for the ports and services it defines
-    from memex.gateway.stack import StackSettings
+from memex.cli.stack.processes import ServiceDef
+from memex.shared.stack_settings import StackSettings, node_port
 
 
 def weaviate_services(settings: StackSettings) -> list[ServiceDef]:
@@ -46,13 +43,6 @@ def weaviate_services(settings: StackSettings) -> list[ServiceDef]:
         )
         for i in range(settings.weaviate_nodes)
     ]
-
-
-def node_port(settings: StackSettings, kind: str, node: int) -> int:
-    port = int(getattr(settings, f"weaviate_{kind}_port")) + node * settings.weaviate_port_step
-    if port > 65535:
-        raise ValueError(f"Weaviate node {node}'s {kind} port {port} is beyond 65535")
-    return port
 
 
 def _weaviate_node(

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from memex.cli import rpc
+from memex.cli.ask_commands import as_of_heading, render_citations, run
+from memex.cli.progress import Spinner
 from memex.common.v1 import common_pb2
-from memex.gateway.cli import rpc
-from memex.gateway.cli.ask_commands import as_of_heading, render_citations, run
-from memex.gateway.cli.progress import Spinner
 from memex.gateway.present import citations
-from memex.gateway.stack import StackSettings
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
+from memex.shared.stack_settings import StackSettings
 
 if TYPE_CHECKING:
-    from memex.gateway.cli.ask_commands import Stub
+    from memex.cli.ask_commands import Stub
 
 HELP = "Ask anything. /new starts a new conversation, /exit (or Ctrl-D) ends."
 

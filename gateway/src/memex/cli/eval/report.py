@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memex.gateway.cli.eval_replay import Change, squash
-from memex.gateway.cli.eval_scoring import LEADING, Rate, Row, Summary
+from memex.cli.eval.replay import Change, squash
+from memex.cli.eval.scoring import LEADING, Rate, Row, Summary
 
 EXCERPT = 160
 

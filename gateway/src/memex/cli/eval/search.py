@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from memex.gateway.cli.eval_questions import Question
-from memex.gateway.cli.eval_report import rate_dict, rate_text
-from memex.gateway.cli.eval_scoring import Rate, gold_position, percentile
+from memex.cli.eval.questions import Question
+from memex.cli.eval.report import rate_dict, rate_text
+from memex.cli.eval.scoring import Rate, gold_position, percentile
 from memex.orchestrator.v1 import orchestrator_pb2 as pb
 
 if TYPE_CHECKING:

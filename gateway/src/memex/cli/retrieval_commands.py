@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from memex.gateway.cli import index_report, options, rpc
-from memex.gateway.stack import StackSettings
+from memex.cli import index_report, options, rpc
 from memex.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from memex.shared.stack_settings import StackSettings
 
 EXIT_BAD_INPUT = rpc.EXIT_BAD_INPUT
 SERVICE = "memex.retrieval.v1.RetrievalService"

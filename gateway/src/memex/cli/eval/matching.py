@@ -9,7 +9,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from memex.gateway.cli.eval_questions import Fact
+from memex.cli.eval.questions import Fact
 
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
 _QUOTES = {ord("\u2018"): "'", ord("\u2019"): "'", ord("\u201c"): '"', ord("\u201d"): '"'}

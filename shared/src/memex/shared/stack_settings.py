@@ -1,9 +1,10 @@
-"""The stack: which services run, on which loopback ports, with which settings.
+"""The local stack's settings (``MEMEX_...``): which ports each process listens on, where its data
+lives, which store and state it runs with.
 
-One place turns the stack settings (``MEMEX_...``) into each service's own environment
-(``MEMEX_<STAGE>_...``), so the supervisor, the CLI and tests agree on addresses. Each process is
-defined in ``stack_processes`` (memex's own, and PostgreSQL) or ``stack_weaviate`` (the Weaviate
-server or cluster); ``stack_services`` here puts them in start order.
+Read by the `memex` command and its supervisor (``memex.cli.stack``, which turns these settings
+into each service's own environment), by the MCP server (the orchestrator's address) and by tests,
+so all of them agree on addresses. A Weaviate cluster node's ports are node 0's plus its offset
+(``node_port``).
 """
 
 from __future__ import annotations
@@ -17,14 +18,6 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memex.gateway.stack_processes import (
-    ServiceDef,
-    gateway_service,
-    grpc_service,
-    postgres_service,
-    worker_service,
-)
-from memex.gateway.stack_weaviate import node_port, retrieval_store_env, weaviate_services
 from memex.shared.pgcluster import DATABASE, SUPERUSER
 from memex.shared.settings import default_data_dir
 
@@ -228,34 +221,10 @@ class StackSettings(BaseSettings):
         return f"{self.host}:{self.reasoner_port}"
 
 
-def stack_services(settings: StackSettings) -> list[ServiceDef]:
-    """The services in start order (a service starts after those it calls). The reasoner's
-    engine and model come from the MEMEX_REASONER_* variables the stack inherits."""
-    stores = weaviate_services(settings) if settings.store == "weaviate" else []
-    retrieval = grpc_service(
-        settings,
-        "retrieval",
-        embedding_addr=settings.embedding_addr,
-        store_dir=str(settings.data_dir / "retrieval"),
-    )
-    retrieval.env.update(retrieval_store_env(settings))
-    orchestrator = grpc_service(
-        settings,
-        "orchestrator",
-        retrieval_addr=settings.retrieval_addr,
-        reasoner_addr=settings.reasoner_addr,
-        data_dir=str(settings.data_dir / "orchestrator"),
-        personas_dir=str(settings.data_dir / "personas"),
-    )
-    if settings.runs_postgres:
-        stores.append(postgres_service(settings))
-        orchestrator.env["MEMEX_ORCHESTRATOR_STATE_URL"] = settings.postgres_url
-    services = [
-        *stores,
-        grpc_service(settings, "embedding"),
-        retrieval,
-        grpc_service(settings, "reasoner"),
-        orchestrator,
-        worker_service(settings, orchestrator),
-    ]
-    return [*services, gateway_service(settings, services)]
+def node_port(settings: StackSettings, kind: str, node: int) -> int:
+    """Node ``node``'s ``kind`` port (http, grpc, gossip, data, raft) in a Weaviate cluster:
+    node 0's plus ``node`` x ``weaviate_port_step``."""
+    port = int(getattr(settings, f"weaviate_{kind}_port")) + node * settings.weaviate_port_step
+    if port > 65535:
+        raise ValueError(f"Weaviate node {node}'s {kind} port {port} is beyond 65535")
+    return port
