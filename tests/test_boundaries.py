@@ -8,6 +8,8 @@
 - the HTTP and MCP surfaces do not import the CLI: ``memex.cli`` may use ``memex.gateway`` (API
   keys, what a surface says when memex is not running, running the MCP server), never the reverse;
 - a stage imports no surface and no other stage's internals;
+- inside the orchestrator, only ``wire/`` (and ``server.py``, which registers the servicer) touches
+  protobuf: no other module imports a ``memex.<x>.v1`` contract or ``google.protobuf``;
 - nothing shipped (a module under any ``src/``) imports test support: ``pytest`` or
   ``memex.testing`` (memex-testing, tests/support/, installed for development and CI only).
 
@@ -170,6 +172,50 @@ def test_the_rules_catch_what_they_forbid() -> None:
     assert forbidden("retrieval", "memex.cli.main")
     assert forbidden("cli", "memex.orchestrator.v1.orchestrator_pb2") is None
     assert forbidden("cli", "memex.gateway.apikeys") is None
+
+
+WIRE = frozenset({"wire", "server.py"})  # the orchestrator's only places that touch protobuf
+
+
+def touches_protobuf(module: str) -> bool:
+    """Whether importing ``module`` reaches protobuf: a stage's contract or the library itself."""
+    names = module.split(".")
+    return module.startswith("google.protobuf") or (
+        names[0] == "memex" and len(names) > 2 and names[2] == "v1"
+    )
+
+
+def test_only_the_orchestrators_wire_touches_protobuf() -> None:
+    root = SOURCES["orchestrator"]
+    src = root.parents[1]
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        inside = path.relative_to(root).parts
+        if inside[0] in WIRE or inside[0] == "v1":
+            continue
+        package = ".".join(path.parent.relative_to(src).parts)
+        for line, module in imported_modules(path.read_text(encoding="utf-8"), package):
+            if touches_protobuf(module):
+                found.append(f"{path.relative_to(REPO_ROOT)}:{line}: {module}")
+    assert found == [], "translate protobuf in the orchestrator's wire/ only"
+
+
+def test_the_wire_rule_catches_what_it_forbids() -> None:
+    source = textwrap.dedent(
+        """
+        from memex.orchestrator.v1 import orchestrator_pb2
+        from ..v1 import orchestrator_pb2 as pb
+        from google.protobuf import json_format
+        from memex.orchestrator.answer import sources
+        import grpc
+        """
+    )
+    found = [m for _, m in imported_modules(source, "memex.orchestrator.ask")]
+    assert [m for m in found if touches_protobuf(m)] == [
+        "memex.orchestrator.v1",
+        "memex.orchestrator.v1",
+        "google.protobuf",
+    ]
 
 
 def test_the_gateway_may_not_import_the_cli() -> None:
