@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -227,6 +228,24 @@ def test_other_errors_on_openai_routes_carry_openais_type_too(gateway: Gateway) 
     # Routes outside the OpenAI-compatible ones keep the plain shape.
     plain = httpx.post(f"{gateway.url}/v1/chat", json={"message": ""})
     assert plain.status_code == 400 and set(plain.json()["error"]) == {"code", "message"}
+
+
+def test_an_error_mid_stream_has_the_routes_error_shape(gateway: Gateway) -> None:
+    body = {"model": "memex", "messages": [{"role": "user", "content": "fail after"}]}
+    with httpx.stream(
+        "POST", f"{gateway.url}/v1/chat/completions", json={**body, "stream": True}
+    ) as r:
+        frames = [line[len("data: ") :] for line in r.iter_lines() if line.startswith("data: ")]
+    # The last frame is the error, in the body every other error of the route has (OpenAI's
+    # type included), and no [DONE] follows it.
+    assert json.loads(frames[-1]) == {
+        "error": {
+            "code": "UNAVAILABLE",
+            "message": "reasoner gone",
+            "type": "server_error",
+            "param": None,
+        }
+    }
 
 
 def test_personas_lists_them_with_their_settings(gateway: Gateway) -> None:

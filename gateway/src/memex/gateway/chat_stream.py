@@ -1,5 +1,5 @@
-"""A streamed reply from the orchestrator (a chat reply, or a streamed ask), as (event name,
-payload model) pairs.
+"""A streamed reply from the orchestrator (a chat reply, or a streamed ask), as the API's events:
+a model that names the SSE event it is sent as (``event``), or a ``delta``'s text.
 
 ``open_stream`` waits for the first event before anything is sent to the client, so a failure
 before it (bad input, unknown conversation, a service down) becomes a plain HTTP error. After
@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import grpc
-from pydantic import BaseModel
 
 from memex.gateway import convert, present
 from memex.gateway.errors import ApiError
@@ -29,10 +28,23 @@ from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 log = logging.getLogger(__name__)
 
-# A ``delta`` event's payload is its text as the orchestrator sent it: the SSE frame is written
-# from it (``delta_json``), with no model per token between the proto and the client.
-Event = tuple[str, BaseModel | str]
-ChatEvent = Event
+
+class EventModel(Protocol):
+    """An event other than a delta: a pydantic model of ``models/`` that names its SSE event."""
+
+    event: ClassVar[str]
+
+    def model_dump_json(self) -> str: ...
+
+
+# A ``delta`` is its text as the orchestrator sent it: the SSE frame is written from it
+# (``delta_json``), with no model per token between the proto and the client.
+Event = EventModel | str
+
+
+def event_name(event: Event) -> str:
+    """The SSE event ``event`` is sent as."""
+    return "delta" if isinstance(event, str) else event.event
 
 
 def delta_json(text: str) -> str:
@@ -53,24 +65,22 @@ def to_event(message: opb.ChatResponse) -> Event:
     kind = message.WhichOneof("event")
     if kind == "meta":
         m = message.meta
-        return "meta", ChatMeta(
+        return ChatMeta(
             conversation_id=m.conversation_id, model=m.model, persona=m.persona, as_of=m.as_of
         )
     if kind == "delta":
-        return "delta", message.delta
+        return message.delta
     if kind == "citations":
         c = message.citations
-        return "citations", ChatCitations(
-            citations=present.citations(c.citations), withheld=c.withheld
-        )
+        return ChatCitations(citations=present.citations(c.citations), withheld=c.withheld)
     if kind == "done":
         d = message.done
-        return "done", ChatDone(
+        return ChatDone(
             message_id=d.message_id,
             latency_ms=d.latency_ms,
             chunks_considered=d.chunks_considered,
         )
-    return "error", ChatError(code="INTERNAL", message="the orchestrator sent no event")
+    return ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
 def ask_event(message: opb.AskStreamResponse) -> Event:
@@ -78,19 +88,19 @@ def ask_event(message: opb.AskStreamResponse) -> Event:
     kind = message.WhichOneof("event")
     if kind == "started":
         s = message.started
-        return "started", AskStarted(
+        return AskStarted(
             model=s.model,
             persona=s.persona,
             sources=list(s.sources),
             source_paths=list(s.source_paths),
         )
     if kind == "delta":
-        return "delta", message.delta
+        return message.delta
     if kind == "redraft":
-        return "redraft", AskRedraft(reason=message.redraft.reason)
+        return AskRedraft(reason=message.redraft.reason)
     if kind == "result":
-        return "result", convert.ask(message.result)
-    return "error", ChatError(code="INTERNAL", message="the orchestrator sent no event")
+        return convert.ask(message.result)
+    return ChatError(code="INTERNAL", message="the orchestrator sent no event")
 
 
 class EventStream:
@@ -129,29 +139,26 @@ class EventStream:
         """Every event, the first included; ends after the terminal event or ``error``."""
         try:
             yield self._first
-            self._ended = self._first[0] in self._terminal
+            self._ended = event_name(self._first) in self._terminal
             while not self._ended:
                 try:
                     message = await self._call.read()
                 except grpc.aio.AioRpcError as exc:
                     failure = ApiError.from_rpc(exc)
                     self._ended = True
-                    yield "error", ChatError(code=failure.code.name, message=failure.message)
+                    yield ChatError(code=failure.code.name, message=failure.message)
                     return
                 if message is grpc.aio.EOF:
                     self._ended = True
                     if self._end is not None:
                         yield self._end
                         return
-                    yield (
-                        "error",
-                        ChatError(
-                            code="INTERNAL", message="the reply ended before it was finished"
-                        ),
+                    yield ChatError(
+                        code="INTERNAL", message="the reply ended before it was finished"
                     )
                     return
                 event = self._convert(message)
-                self._ended = event[0] in self._terminal
+                self._ended = event_name(event) in self._terminal
                 yield event
         finally:
             # Whatever ended us (the client left, a server shutdown, the end), the call must not
@@ -177,10 +184,9 @@ async def open_stream(
     if message is grpc.aio.EOF:
         raise ApiError(grpc.StatusCode.INTERNAL, "the orchestrator ended without a reply")
     first = convert_event(message)
-    if first[0] == "error":
+    if isinstance(first, ChatError):
         call.cancel()
-        assert isinstance(first[1], ChatError)
-        raise ApiError(status_code(first[1].code), first[1].message)
+        raise ApiError(status_code(first.code), first.message)
     return EventStream(call, first, convert_event, terminal, end)
 
 
@@ -198,11 +204,10 @@ async def open_ask(call: Any) -> EventStream:
 
 def turn_event(message: opb.WatchThreadResponse) -> Event:
     """A proto thread change as the API's ``turn`` event."""
-    return "turn", TurnEvent(turn=convert.turn(message.turn), current=message.current)
+    return TurnEvent(turn=convert.turn(message.turn), current=message.current)
 
 
 async def open_watch(call: Any, thread_id: str) -> EventStream:
     """Waits for a started WatchThread ``call``'s first turn; raises ApiError for a failure
     before it (404 unknown thread). A clean end is the thread deleted: ``deleted``."""
-    end = ("deleted", ThreadEnded(thread_id=thread_id))
-    return await open_stream(call, turn_event, frozenset(), end)
+    return await open_stream(call, turn_event, frozenset(), ThreadEnded(thread_id=thread_id))

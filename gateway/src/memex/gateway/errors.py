@@ -67,10 +67,14 @@ def error_body(
     """The JSON error body; with OpenAI's ``type`` and ``param`` on the OpenAI-compatible routes."""
     detail: dict[str, str | None] = {"code": code, "message": message}
     if request is not None and is_openai_route(request.url.path):
-        fallback = "invalid_request_error" if status < 499 else "server_error"
-        detail["type"] = OPENAI_TYPES.get(status, fallback)
+        detail["type"] = openai_type(status)
         detail["param"] = param
     return {"error": detail}
+
+
+def openai_type(status: int) -> str:
+    """OpenAI's error ``type`` for an HTTP status (``OPENAI_TYPES``)."""
+    return OPENAI_TYPES.get(status, "invalid_request_error" if status < 499 else "server_error")
 
 
 class ApiError(Exception):

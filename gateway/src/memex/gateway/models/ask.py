@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field
 
 from memex.gateway.models.common import MAX_TEXT, Date, Int, Strict
@@ -57,6 +59,8 @@ class Grounding(BaseModel):
 
 
 class AskResponse(BaseModel):
+    event: ClassVar[str] = "result"  # the SSE event a streamed ask ends with
+
     answer: str
     citations: list[Citation]
     persona: str
@@ -78,6 +82,7 @@ class AskResponse(BaseModel):
 class AskStarted(BaseModel):
     """`event: started`, first event of a streamed ask: the sources are chosen."""
 
+    event: ClassVar[str] = "started"  # the SSE event it is sent as
     model: str
     persona: str
     sources: list[str] = Field(
@@ -95,6 +100,7 @@ class AskRedraft(BaseModel):
     them, or it read all of them and answered otherwise (other notes or figures); the deltas
     that follow start a new draft."""
 
+    event: ClassVar[str] = "redraft"  # the SSE event it is sent as
     reason: str = Field(description='In words a person can read: "reading all 8 sources".')
 
 

@@ -5,6 +5,8 @@ orchestrator's text with no model per token (``chat_stream.delta_json``)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field
 
 from memex.gateway.models.common import MAX_TEXT, Date, Strict
@@ -31,6 +33,7 @@ class ChatRequest(Strict):
 class ChatMeta(BaseModel):
     """`event: meta`, first."""
 
+    event: ClassVar[str] = "meta"  # the SSE event it is sent as
     conversation_id: str
     model: str
     persona: str
@@ -40,6 +43,7 @@ class ChatMeta(BaseModel):
 class ChatCitations(BaseModel):
     """`event: citations`, once, after the last delta."""
 
+    event: ClassVar[str] = "citations"  # the SSE event it is sent as
     citations: list[Citation]
     withheld: int
 
@@ -47,6 +51,7 @@ class ChatCitations(BaseModel):
 class ChatDone(BaseModel):
     """`event: done`, terminal."""
 
+    event: ClassVar[str] = "done"  # the SSE event it is sent as
     message_id: str
     latency_ms: float
     chunks_considered: int
@@ -55,5 +60,6 @@ class ChatDone(BaseModel):
 class ChatError(BaseModel):
     """`event: error`, terminal, in place of the rest of a stream (chat or ask)."""
 
+    event: ClassVar[str] = "error"  # the SSE event it is sent as
     code: str
     message: str

@@ -3,7 +3,7 @@ thread's event stream."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -70,6 +70,7 @@ class TurnList(BaseModel):
 class TurnEvent(BaseModel):
     """One `turn` event of GET /v1/threads/{thread_id}/events (issue 37)."""
 
+    event: ClassVar[str] = "turn"  # the SSE event it is sent as
     turn: Turn
     current: bool = Field(
         description="True for the turns sent first (the thread when the watch began); false for "
@@ -80,6 +81,7 @@ class TurnEvent(BaseModel):
 class ThreadEnded(BaseModel):
     """The terminal `deleted` event of a thread's event stream: the thread was forgotten."""
 
+    event: ClassVar[str] = "deleted"  # the SSE event it is sent as
     thread_id: str
 
 

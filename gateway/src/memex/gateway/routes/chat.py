@@ -10,7 +10,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from memex.gateway import metrics
-from memex.gateway.chat_stream import EventStream, delta_json, open_chat
+from memex.gateway.chat_stream import EventStream, delta_json, event_name, open_chat
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.models.chat import ChatRequest
 from memex.gateway.security import TenantDep, caller, sensitive_grant
@@ -66,9 +66,9 @@ async def sse_events(stream: EventStream, route: str) -> AsyncIterator[ServerSen
     gauge = metrics.OPEN_STREAMS.labels(route)
     gauge.inc()
     try:
-        async for name, payload in stream.events():
-            data = delta_json(payload) if isinstance(payload, str) else payload.model_dump_json()
-            yield ServerSentEvent(event=name, data=data)
+        async for event in stream.events():
+            data = delta_json(event) if isinstance(event, str) else event.model_dump_json()
+            yield ServerSentEvent(event=event_name(event), data=data)
     finally:
         gauge.dec()
 

@@ -44,9 +44,9 @@ from memex.gateway.chat_stream import EventStream, open_chat, status_code
 from memex.gateway.continuations import Continuations, Turn
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
-from memex.gateway.errors import ApiError
+from memex.gateway.errors import ApiError, http_status, openai_type
 from memex.gateway.models.chat import ChatCitations, ChatDone, ChatError, ChatMeta
-from memex.gateway.models.common import MAX_TEXT, ErrorBody
+from memex.gateway.models.common import MAX_TEXT, ErrorBody, ErrorDetail
 from memex.gateway.models.openai_compat import (
     ChatCompletion,
     ChatCompletionRequest,
@@ -193,7 +193,7 @@ async def _collect(stream: EventStream) -> tuple[ChatMeta, str, MemexExtension]:
     meta = ChatMeta(conversation_id="", model="", persona="")
     parts: list[str] = []
     extension = MemexExtension(citations=[], withheld=0, conversation_id="")
-    async for _, payload in stream.events():
+    async for payload in stream.events():
         if isinstance(payload, ChatMeta):
             meta = payload
             extension.conversation_id = payload.conversation_id
@@ -220,7 +220,7 @@ async def _chunks(
     extension = MemexExtension(citations=[], withheld=0, conversation_id="")
     parts: list[str] = []
     try:
-        async for _, payload in stream.events():
+        async for payload in stream.events():
             if isinstance(payload, ChatMeta):
                 model = payload.model or model
                 extension.conversation_id = payload.conversation_id
@@ -238,7 +238,12 @@ async def _chunks(
                 chunk["memex"] = extension.model_dump()
             else:
                 assert isinstance(payload, ChatError)
-                yield ServerSentEvent(data=ErrorBody(error=payload.model_dump()).model_dump_json())
+                # The error body of the route's other errors, OpenAI's type included.
+                status = http_status(status_code(payload.code))
+                detail = ErrorDetail(
+                    code=payload.code, message=payload.message, type=openai_type(status)
+                )
+                yield ServerSentEvent(data=ErrorBody(error=detail).model_dump_json())
                 return
             yield ServerSentEvent(data=json.dumps(chunk, ensure_ascii=False))
         yield ServerSentEvent(data="[DONE]")
