@@ -176,7 +176,11 @@ class Retriever:
         return list(await asyncio.gather(*(run(step) for step in steps)))
 
     def fuse(self, ranked: Sequence[Sequence[ShownItem]]) -> list[ShownItem]:
-        """Ranked lists fused by Reciprocal Rank Fusion."""
+        """One list, best first. Retrieval has already fused its channels, so one search's list
+        is kept as it came, scores included; the lists of several searches (plan steps, a dated
+        search, counter-evidence) are fused by Reciprocal Rank Fusion."""
+        if len(ranked) == 1:
+            return list(ranked[0])
         return rrf(ranked, self._rrf_k)
 
 
