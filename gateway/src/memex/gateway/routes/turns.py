@@ -10,7 +10,7 @@ from memex.gateway.chat_stream import open_watch
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.models.turns import ThreadDeleted, ThreadList, TurnCreate, TurnList, TurnResponse
-from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
+from memex.gateway.routes.chat import StreamResponse, event_response, sse_schema
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -124,13 +124,7 @@ async def thread_events(
         )
     )
     stream = await unless_disconnected(request, open_watch(watching, thread_id), watching.cancel)
-    return StreamResponse(
-        sse_events(stream, "/v1/threads/{thread_id}/events"),
-        stream.cancel,
-        ping=s.sse_ping_seconds,
-        ping_message_factory=ping,
-        sep="\n",
-    )
+    return event_response(stream, "/v1/threads/{thread_id}/events", s.sse_ping_seconds)
 
 
 @router.delete("/threads/{thread_id}", response_model=ThreadDeleted, summary="Forget a thread")
