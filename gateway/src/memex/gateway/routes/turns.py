@@ -11,7 +11,7 @@ from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.models.turns import ThreadDeleted, ThreadList, TurnCreate, TurnList, TurnResponse
 from memex.gateway.routes.chat import StreamResponse, event_response, sse_schema
-from memex.gateway.security import TenantDep, caller, sensitive_grant
+from memex.gateway.security import SensitiveReplies, TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -76,11 +76,7 @@ async def list_turns(
     tenant: TenantDep,
     request: Request,
     thread_id: str = Path(min_length=1, max_length=128),
-    include_sensitive: bool = Query(
-        False,
-        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
-        "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
-    ),
+    include_sensitive: SensitiveReplies = False,
 ) -> TurnList:
     """Every turn of a thread, oldest first; 404 for an unknown thread."""
     reply = await c.orchestrator.ListTurns(
