@@ -95,6 +95,15 @@ def _confirm(args: argparse.Namespace, what: str) -> int | None:
     return rpc.EXIT_OK
 
 
+def _dry_run_or_confirm(args: argparse.Namespace, what: str) -> int | None:
+    """None to go ahead; else the exit code: a dry run only says what it would forget, or the
+    person was asked and said no (``_confirm``)."""
+    if args.dry_run:
+        print(f"Would forget {what}.")
+        return rpc.EXIT_OK
+    return _confirm(args, what)
+
+
 async def _gone(call: Any) -> bool:
     """Whether a read of what was forgotten now answers NOT_FOUND (the check after a delete)."""
     try:
@@ -114,10 +123,7 @@ def _conversation(args: argparse.Namespace, settings: StackSettings) -> int:
         return found
     count = len(found.messages)
     what = f"conversation {args.target} ({found.conversation.title!r}, {count} messages)"
-    if args.dry_run:
-        print(f"Would forget {what}.")
-        return rpc.EXIT_OK
-    stop = _confirm(args, what)
+    stop = _dry_run_or_confirm(args, what)
     if stop is not None:
         return stop
 
@@ -146,10 +152,7 @@ def _thread(args: argparse.Namespace, settings: StackSettings) -> int:
     if isinstance(found, int):
         return found
     what = f"thread {args.target} ({len(found.turns)} turns)"
-    if args.dry_run:
-        print(f"Would forget {what}.")
-        return rpc.EXIT_OK
-    stop = _confirm(args, what)
+    stop = _dry_run_or_confirm(args, what)
     if stop is not None:
         return stop
 

@@ -128,6 +128,28 @@ def _dump(model: BaseModel) -> None:
     print(json.dumps(model.model_dump(), indent=2, ensure_ascii=False))
 
 
+def _window_filters(args: argparse.Namespace) -> opb.MemoryFilters:
+    """The date window, sensitivity and as-of day a read command was given."""
+    return reads.filters(
+        since=args.since,
+        until=args.until,
+        include_sensitive=args.include_sensitive,
+        as_of=args.as_of.strip(),
+    )
+
+
+def _print_records(records: list[Record], key: str, as_json: bool, empty: str) -> int:
+    """Prints records as JSON under ``key``, or one line each (``empty`` when there are none)."""
+    if as_json:
+        print(json.dumps({key: [r.model_dump() for r in records]}, indent=2))
+        return rpc.EXIT_OK
+    for record in records:
+        print(record_line(record))
+    if not records:
+        print(empty)
+    return rpc.EXIT_OK
+
+
 def parse_condition(field: str, op: str, value: str) -> tuple[str, str, object]:
     """A filter condition from three words; ValueError naming what is wrong."""
     name = OPS.get(op, op)
@@ -222,25 +244,13 @@ def query_command(args: argparse.Namespace, settings: StackSettings) -> int:
         tenant=args.tenant,
         sort=args.sort,
         limit=args.limit,
-        where=reads.filters(
-            since=args.since,
-            until=args.until,
-            include_sensitive=args.include_sensitive,
-            as_of=args.as_of.strip(),
-        ),
+        where=_window_filters(args),
     )
     reply = _call(settings, lambda stub: stub.QueryRecords(request))
     if isinstance(reply, int):
         return reply
     records = [Record.from_proto(r) for r in reply.records]
-    if args.json:
-        print(json.dumps({"records": [r.model_dump() for r in records]}, indent=2))
-        return rpc.EXIT_OK
-    for record in records:
-        print(record_line(record))
-    if not records:
-        print(f"no {args.collection} records match")
-    return rpc.EXIT_OK
+    return _print_records(records, "records", args.json, f"no {args.collection} records match")
 
 
 def timeline_command(args: argparse.Namespace, settings: StackSettings) -> int:
@@ -249,12 +259,7 @@ def timeline_command(args: argparse.Namespace, settings: StackSettings) -> int:
         tenant=args.tenant,
         person=args.person,
         limit=args.limit,
-        filters=reads.filters(
-            since=args.since,
-            until=args.until,
-            include_sensitive=args.include_sensitive,
-            as_of=args.as_of.strip(),
-        ),
+        filters=_window_filters(args),
     )
     reply = _call(settings, lambda stub: stub.PersonTimeline(request))
     if isinstance(reply, int):
@@ -288,14 +293,7 @@ def inbox_command(args: argparse.Namespace, settings: StackSettings) -> int:
     if isinstance(reply, int):
         return reply
     items = [Record.from_proto(r) for r in reply.items]
-    if args.json:
-        print(json.dumps({"items": [i.model_dump() for i in items]}, indent=2))
-        return rpc.EXIT_OK
-    for item in items:
-        print(record_line(item))
-    if not items:
-        print("the inbox is empty")
-    return rpc.EXIT_OK
+    return _print_records(items, "items", args.json, "the inbox is empty")
 
 
 def version_line(version: NoteVersion, shown: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import grpc
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memex.gateway import metrics
@@ -186,3 +186,14 @@ def sensitive_grant(request: Request, asked: bool) -> bool:
             "`memex keys create NAME --sensitive`, or leave include_sensitive false",
         )
     return True
+
+
+SensitiveReplies = Annotated[
+    bool,
+    Query(
+        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
+        "key granted sensitive reads, or a keyless loopback caller (403 otherwise)."
+    ),
+]
+"""The ``include_sensitive`` of a replay (a conversation's messages, a thread's turns); the
+caller's grant is checked with ``sensitive_grant``."""

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models.common import MAX_TEXT, Date, Int, Strict
+from memex.gateway.models.common import MAX_TEXT, Date, Int, SensitiveAnswer, Strict
 from memex.gateway.present import ChannelName, Citation, SearchHit
 
 
@@ -16,11 +16,7 @@ class AskRequest(Strict):
     question: str = Field(min_length=1, max_length=MAX_TEXT)
     persona: str = Field("", max_length=64, description="Empty: analyst.")
     limit: Int = Field(0, ge=0, le=50, description="Items sent to the answer; 0: the default (8).")
-    include_sensitive: bool = Field(
-        False,
-        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
-        "key). Otherwise they are withheld from the model and counted in `withheld`.",
-    )
+    include_sensitive: SensitiveAnswer = False
     stream: bool = Field(
         False,
         description="true: server-sent events (started, delta..., result) instead of one JSON "

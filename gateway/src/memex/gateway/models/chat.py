@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models.common import MAX_TEXT, Date, Strict
+from memex.gateway.models.common import MAX_TEXT, Date, SensitiveAnswer, Strict
 from memex.gateway.present import Citation
 
 
@@ -17,11 +17,7 @@ class ChatRequest(Strict):
     message: str = Field(min_length=1, max_length=MAX_TEXT)
     conversation_id: str = Field("", max_length=128, description="Empty: a new conversation.")
     persona: str = Field("", max_length=64, description="Empty: friend.")
-    include_sensitive: bool = Field(
-        False,
-        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
-        "key). Otherwise they are withheld from the model and counted in `withheld`.",
-    )
+    include_sensitive: SensitiveAnswer = False
     as_of: Date = Field(
         "",
         description="This reply reads the memory as it stood at the end of this day (UTC), with "

@@ -1,6 +1,6 @@
-"""What the API's bodies share: the strict request base, integer, date and role fields, the
-longest text a request may send, the error body every error answers with, and the health check's
-answer. Each surface's models import these, never each other's.
+"""What the API's bodies share: the strict request base, integer, date, role and
+sensitive-answer fields, the longest text a request may send, the error body every error answers
+with, and the health check's answer. Each surface's models import these, never each other's.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ def _integral(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_integral)]
 Date = Annotated[str, Field(pattern=r"^(\d{4}-\d{2}-\d{2})?$", description="YYYY-MM-DD.")]
 Role = Literal["unspecified", "user", "assistant"]
+# Whether an answer (ask, chat, a queued turn, the OpenAI extension) may draw on sensitive notes.
+SensitiveAnswer = Annotated[
+    bool,
+    Field(
+        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
+        "key). Otherwise they are withheld from the model and counted in `withheld`."
+    ),
+]
 
 
 class Strict(BaseModel):

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memex.gateway.models.common import Date, Strict
+from memex.gateway.models.common import Date, SensitiveAnswer, Strict
 from memex.gateway.present import Citation
 
 
@@ -38,11 +38,7 @@ class MemexOptions(Strict):
         "", max_length=128, description="Continue this memex conversation (its stored history)."
     )
     persona: str = Field("", max_length=64, description="Empty: friend.")
-    include_sensitive: bool = Field(
-        False,
-        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
-        "key). Otherwise they are withheld from the model and counted in `withheld`.",
-    )
+    include_sensitive: SensitiveAnswer = False
     as_of: Date = Field(
         "",
         description="The reply reads the memory as it stood at the end of this day (UTC); "

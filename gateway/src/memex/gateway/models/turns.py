@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from memex.gateway.models.common import MAX_TEXT, Date, Role, Strict
+from memex.gateway.models.common import MAX_TEXT, Date, Role, SensitiveAnswer, Strict
 from memex.gateway.present import Citation
 
 TurnState = Literal["unspecified", "pending", "thinking", "answered", "error"]
@@ -42,11 +42,7 @@ class Thread(BaseModel):
 class TurnCreate(Strict):
     text: str = Field(min_length=1, max_length=MAX_TEXT)
     thread_id: str = Field("", max_length=128, description="Empty: a new thread.")
-    include_sensitive: bool = Field(
-        False,
-        description="Let the answer use sensitive notes: needs a key granted it (or loopback, no "
-        "key). Otherwise they are withheld from the model and counted in `withheld`.",
-    )
+    include_sensitive: SensitiveAnswer = False
     as_of: Date = Field(
         "",
         description="The answer reads the memory as it stood at the end of this day (UTC), with "

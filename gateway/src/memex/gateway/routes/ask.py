@@ -10,7 +10,7 @@ from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.models.ask import AskRequest, AskResponse, SearchRequest, SearchResponse
 from memex.gateway.present import SearchHit
-from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
+from memex.gateway.routes.chat import StreamResponse, event_response, sse_schema
 from memex.gateway.security import TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
@@ -64,13 +64,7 @@ async def ask(
         )
         # Retrieval runs before the first event: a client gone by then cancels the ask too.
         stream = await unless_disconnected(request, open_ask(streaming), streaming.cancel)
-        return StreamResponse(
-            sse_events(stream, "/v1/ask"),
-            stream.cancel,
-            ping=s.sse_ping_seconds,
-            ping_message_factory=ping,
-            sep="\n",
-        )
+        return event_response(stream, "/v1/ask", s.sse_ping_seconds)
     call = c.orchestrator.Ask(question)
     reply = await unless_disconnected(request, call, call.cancel)
     return convert.ask(reply)

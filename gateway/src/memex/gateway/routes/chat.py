@@ -73,6 +73,18 @@ async def sse_events(stream: EventStream, route: str) -> AsyncIterator[ServerSen
         gauge.dec()
 
 
+def event_response(stream: EventStream, route: str, ping_seconds: float) -> StreamResponse:
+    """The stream's events as the SSE response of ``route``: a ping comment after every
+    ``ping_seconds`` idle, and the stream cancelled however the response ends."""
+    return StreamResponse(
+        sse_events(stream, route),
+        stream.cancel,
+        ping=ping_seconds,
+        ping_message_factory=ping,
+        sep="\n",
+    )
+
+
 @router.post(
     "/chat",
     summary="Streamed chat reply (server-sent events)",
@@ -106,10 +118,4 @@ async def chat(
         ),
         s.chat_timeout_seconds,
     )
-    return StreamResponse(
-        sse_events(stream, "/v1/chat"),
-        stream.cancel,
-        ping=s.sse_ping_seconds,
-        ping_message_factory=ping,
-        sep="\n",
-    )
+    return event_response(stream, "/v1/chat", s.sse_ping_seconds)

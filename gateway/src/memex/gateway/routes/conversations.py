@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from memex.gateway import convert
 from memex.gateway.deps import ERRORS, ClientsDep
 from memex.gateway.models.conversations import ConversationDetail, ConversationList
-from memex.gateway.security import TenantDep, caller, sensitive_grant
+from memex.gateway.security import SensitiveReplies, TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(
@@ -38,11 +38,7 @@ async def get_conversation(
     tenant: TenantDep,
     request: Request,
     conversation_id: str = ConversationId,
-    include_sensitive: bool = Query(
-        False,
-        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
-        "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
-    ),
+    include_sensitive: SensitiveReplies = False,
 ) -> ConversationDetail:
     """A conversation with its messages and their citations; 404 for an unknown id."""
     reply = await c.orchestrator.GetConversation(

@@ -10,8 +10,8 @@ from memex.gateway.chat_stream import open_watch
 from memex.gateway.deps import ERRORS, ClientsDep, SettingsDep
 from memex.gateway.disconnect import unless_disconnected
 from memex.gateway.models.turns import ThreadDeleted, ThreadList, TurnCreate, TurnList, TurnResponse
-from memex.gateway.routes.chat import StreamResponse, ping, sse_events, sse_schema
-from memex.gateway.security import TenantDep, caller, sensitive_grant
+from memex.gateway.routes.chat import StreamResponse, event_response, sse_schema
+from memex.gateway.security import SensitiveReplies, TenantDep, caller, sensitive_grant
 from memex.orchestrator.v1 import orchestrator_pb2 as opb
 
 router = APIRouter(prefix="/v1", tags=["turns"], dependencies=[Depends(caller)], responses=ERRORS)
@@ -76,11 +76,7 @@ async def list_turns(
     tenant: TenantDep,
     request: Request,
     thread_id: str = Path(min_length=1, max_length=128),
-    include_sensitive: bool = Query(
-        False,
-        description="Show replies that drew on sensitive notes (else placeholders); allowed to a "
-        "key granted sensitive reads, or a keyless loopback caller (403 otherwise).",
-    ),
+    include_sensitive: SensitiveReplies = False,
 ) -> TurnList:
     """Every turn of a thread, oldest first; 404 for an unknown thread."""
     reply = await c.orchestrator.ListTurns(
@@ -124,13 +120,7 @@ async def thread_events(
         )
     )
     stream = await unless_disconnected(request, open_watch(watching, thread_id), watching.cancel)
-    return StreamResponse(
-        sse_events(stream, "/v1/threads/{thread_id}/events"),
-        stream.cancel,
-        ping=s.sse_ping_seconds,
-        ping_message_factory=ping,
-        sep="\n",
-    )
+    return event_response(stream, "/v1/threads/{thread_id}/events", s.sse_ping_seconds)
 
 
 @router.delete("/threads/{thread_id}", response_model=ThreadDeleted, summary="Forget a thread")
