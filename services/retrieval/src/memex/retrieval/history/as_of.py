@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.history.versions import (
@@ -40,6 +41,8 @@ from memex.retrieval.store.base import (
     Vector,
 )
 from memex.retrieval.store.filters import apply_query
+
+T = TypeVar("T")
 
 
 class MemoryAsOf:
@@ -138,18 +141,23 @@ class MemoryAsOf:
 
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """See ``Store.get_chunks``; an archived chunk comes with its version's metadata."""
-        live, old = self._split_chunks(chunk_ids)
-        found = await self._store.get_chunks(self._tenant, live) if live else {}
-        if old:
-            found |= await self._store.get_chunks(self._history, old)
-        return found
+        return await self._read_both(self._store.get_chunks, *self._split_chunks(chunk_ids))
 
     async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
         """See ``Store.chunk_notes``."""
-        live, old = self._split_chunks(chunk_ids)
-        found = await self._store.chunk_notes(self._tenant, live) if live else {}
+        return await self._read_both(self._store.chunk_notes, *self._split_chunks(chunk_ids))
+
+    async def _read_both(
+        self,
+        read: Callable[[str, list[str]], Awaitable[dict[str, T]]],
+        live: list[str],
+        old: list[str],
+    ) -> dict[str, T]:
+        """``read`` of the ``live`` ids from the live tenant and of the ``old`` (archived) ones
+        from the history tenant, as one dict; a tenant with no ids is not asked."""
+        found = await read(self._tenant, live) if live else {}
         if old:
-            found |= await self._store.chunk_notes(self._history, old)
+            found |= await read(self._history, old)
         return found
 
     def _split_chunks(self, chunk_ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -181,10 +189,7 @@ class MemoryAsOf:
         """See ``Store.get_notes``."""
         live = [i for i in note_ids if split_version(i) is None and self._holds(i)]
         old = [i for i in note_ids if i in self._old_notes]
-        found = await self._store.get_notes(self._tenant, live) if live else {}
-        if old:
-            found |= await self._store.get_notes(self._history, old)
-        return found
+        return await self._read_both(self._store.get_notes, live, old)
 
     async def linked_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, set[str]]:
         """See ``Store.linked_notes``: today's links, between the versions that held."""
