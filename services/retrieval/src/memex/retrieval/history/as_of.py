@@ -245,23 +245,29 @@ class MemoryAsOf:
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """See ``Store.search_records_vector``."""
-        store = self._store
-        hits = await store.search_records_vector(self._tenant, vector, k + self._extra, flt)
-        hits = [h for h in hits if h.id not in self._hidden_records]
-        if self._old_records and self._history_vectors:
-            old = await store.search_records_vector(self._history, vector, k + self._extra, flt)
-            hits += [h for h in old if h.id in self._old_records]
-        return _best(hits, k)
+        return await self._record_hits(
+            lambda where, n: self._store.search_records_vector(where, vector, n, flt),
+            k,
+            history=self._history_vectors,
+        )
 
     async def search_records_keyword(
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """See ``Store.search_records_keyword``."""
-        store = self._store
-        hits = await store.search_records_keyword(self._tenant, query, k + self._extra, flt)
+        return await self._record_hits(
+            lambda where, n: self._store.search_records_keyword(where, query, n, flt), k
+        )
+
+    async def _record_hits(
+        self, search: Callable[[str, int], Awaitable[list[Hit]]], k: int, *, history: bool = True
+    ) -> list[Hit]:
+        """The best ``k`` hits of ``search`` (given a tenant and how many to find) among the live
+        records that held and, unless ``history`` is off, the archived versions that held."""
+        hits = await search(self._tenant, k + self._extra)
         hits = [h for h in hits if h.id not in self._hidden_records]
-        if self._old_records:
-            old = await store.search_records_keyword(self._history, query, k + self._extra, flt)
+        if self._old_records and history:
+            old = await search(self._history, k + self._extra)
             hits += [h for h in old if h.id in self._old_records]
         return _best(hits, k)
 
