@@ -287,22 +287,23 @@ class MemoryAsOf:
     ) -> list[Record]:
         """See ``Store.query_records``: live records that held, and archived versions that held
         under their own ids, filtered, sorted and capped as one list."""
-        store = self._store
         more = limit + self._extra
-        live = await store.query_records(self._tenant, collection, conditions, sort, more)
-        found = [r for r in live if r.ref not in self._hidden_records]
-        if self._old_records:
-            old = await store.query_records(self._history, collection, conditions, sort, more)
-            found += [_unversioned(r) for r in old if r.ref in self._old_records]
+        found = await self._held_records(
+            lambda where: self._store.query_records(where, collection, conditions, sort, more)
+        )
         return apply_query(found, (), sort, limit)
 
     async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
         """See ``Store.records_about``: live records that held, and archived versions that held
         under their own ids."""
-        live = await self._store.records_about(self._tenant, entity_id)
-        found = [r for r in live if r.ref not in self._hidden_records]
+        return await self._held_records(lambda where: self._store.records_about(where, entity_id))
+
+    async def _held_records(self, read: Callable[[str], Awaitable[list[Record]]]) -> list[Record]:
+        """``read`` of the live tenant's records that held, and of the history tenant's archived
+        versions that held, under their own ids."""
+        found = [r for r in await read(self._tenant) if r.ref not in self._hidden_records]
         if self._old_records:
-            old = await self._store.records_about(self._history, entity_id)
+            old = await read(self._history)
             found += [_unversioned(r) for r in old if r.ref in self._old_records]
         return found
 
