@@ -1,4 +1,5 @@
-"""The month and weekday names both date readers share, and the one reading of an as_of day."""
+"""The month and weekday names both date readers share, and the one reading of an as_of day and
+of a since/until bound."""
 
 from __future__ import annotations
 
@@ -6,7 +7,13 @@ import datetime as dt
 
 import pytest
 
-from memex.shared.dates import MONTHS, WEEKDAY_ABBREVIATIONS, WEEKDAYS, parse_as_of
+from memex.shared.dates import (
+    MONTHS,
+    WEEKDAY_ABBREVIATIONS,
+    WEEKDAYS,
+    optional_day,
+    parse_as_of,
+)
 from memex.shared.errors import InvalidArgument
 
 
@@ -36,3 +43,10 @@ def test_an_as_of_day_is_a_past_iso_day_clamped_to_today() -> None:
             parse_as_of(bad, today)
     with pytest.raises(InvalidArgument, match="after today"):
         parse_as_of("2026-05-12", today, grace=dt.timedelta(days=1))
+
+
+def test_a_day_bound_is_an_iso_day_or_empty() -> None:
+    assert optional_day("", "since") == ""
+    assert optional_day("2026-05-01", "since") == "2026-05-01"
+    with pytest.raises(InvalidArgument, match="until 'May 1' is not a date: write YYYY-MM-DD"):
+        optional_day("May 1", "until")

@@ -1,6 +1,7 @@
 """Month and weekday names as people write them ("July", "Jul", "Sept"; "Saturday", "Sat"), for
 reading dates in notes (retrieval) and periods in questions (the orchestrator). English only, from
-the C locale's ``calendar`` names; and the one reading of an ``as_of`` day (docs/as-of.md)."""
+the C locale's ``calendar`` names; the one reading of an ``as_of`` day (docs/as-of.md), and of a
+``since``/``until`` bound."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def parse_as_of(value: str, today: dt.date, grace: dt.timedelta = dt.timedelta(0
             "leave as_of out to read it as it stands now"
         )
     return min(day, today)
+
+
+def optional_day(value: str, name: str) -> str:
+    """A day bound called ``name`` (``since``, ``until``) as YYYY-MM-DD; "" when it is empty (no
+    bound), InvalidArgument when it is not a date."""
+    if not value:
+        return ""
+    try:
+        return dt.date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise InvalidArgument(f"{name} {value!r} is not a date: write YYYY-MM-DD") from None

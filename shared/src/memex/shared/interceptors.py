@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import grpc
 
@@ -82,6 +82,11 @@ class _Call:
         RPC_IN_FLIGHT.labels(self.method).dec()
 
 
+if TYPE_CHECKING:  # grpc's handler type is generic only in its stubs
+    Handler: TypeAlias = grpc.RpcMethodHandler[Any, Any]
+    Continuation: TypeAlias = Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]
+    """What a server interceptor's ``intercept_service`` is given: the next step's handler."""
+
 UnaryBehavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 StreamBehavior = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Any]]
 
@@ -124,12 +129,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):
     """Wraps every unary-unary and unary-stream handler (the only shapes memex's contracts use)."""
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         # Health and reflection are grpc's own, written with context.write: leave them as they are.

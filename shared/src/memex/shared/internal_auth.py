@@ -16,14 +16,17 @@ from __future__ import annotations
 import functools
 import hmac
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from pydantic import ValidationError
 
 from memex.shared.metrics import INTERNAL_AUTH_REFUSED
 from memex.shared.settings import InternalAuthSettings, describe_invalid
+
+if TYPE_CHECKING:
+    from memex.shared.interceptors import Continuation, Handler
 
 TOKEN_HEADER = "authorization"
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -104,12 +107,8 @@ class TokenCheck(grpc.aio.ServerInterceptor):
         self._expected = f"Bearer {token}".encode()
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         method = handler_call_details.method
         if method.startswith(HEALTH_PREFIX) or self._presented(handler_call_details):
             return await continuation(handler_call_details)

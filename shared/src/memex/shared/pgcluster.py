@@ -119,43 +119,23 @@ class Cluster:
 
     def create_database(self) -> None:
         """Creates the memex database if it is missing (the server must be running)."""
+        query = f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"
         found = subprocess.run(
-            as_owner(
-                [
-                    str(self.bin_dir / "psql"),
-                    "-h",
-                    str(self.root),
-                    "-p",
-                    str(self.port),
-                    "-U",
-                    SUPERUSER,
-                    "-d",
-                    "postgres",
-                    "-tAc",
-                    f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'",
-                ]
-            ),
+            self._client_command("psql", "-d", "postgres", "-tAc", query),
             check=True,
             capture_output=True,
             text=True,
         )
         if found.stdout.strip() != "1":
             subprocess.run(
-                as_owner(
-                    [
-                        str(self.bin_dir / "createdb"),
-                        "-h",
-                        str(self.root),
-                        "-p",
-                        str(self.port),
-                        "-U",
-                        SUPERUSER,
-                        DATABASE,
-                    ]
-                ),
-                check=True,
-                capture_output=True,
+                self._client_command("createdb", DATABASE), check=True, capture_output=True
             )
+
+    def _client_command(self, tool: str, *args: str) -> list[str]:
+        """``tool`` (psql, createdb) with ``args``, connecting through the cluster's socket as the
+        superuser, run as the cluster's owner."""
+        connection = ["-h", str(self.root), "-p", str(self.port), "-U", SUPERUSER]
+        return as_owner([str(self.bin_dir / tool), *connection, *args])
 
     def start(self) -> None:
         """Starts a throwaway server in the background with ``pg_ctl``, waits until it accepts

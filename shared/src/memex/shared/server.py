@@ -13,7 +13,7 @@ import signal
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
@@ -23,12 +23,14 @@ from grpc_reflection.v1alpha import reflection
 from memex.shared import internal_auth
 from memex.shared.errors import Unavailable
 from memex.shared.interceptors import CallInterceptor
+from memex.shared.logs import configure_logging
 from memex.shared.metrics import MetricsServer
 from memex.shared.settings import InternalAuthSettings, ServiceSettings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+S = TypeVar("S", bound=ServiceSettings)
 
 MIN_PING_INTERVAL_MS = 20_000
 """The shortest interval between a client's pings that servers accept (below
@@ -180,3 +182,15 @@ class GrpcService(Generic[T]):
     ) -> None:
         for name in ["", *self._names]:
             await servicer.set(name, status)
+
+
+def serve(settings: S, build: Callable[[S], GrpcService[Any]]) -> None:
+    """A service process's main: configures logging from ``settings`` and runs ``build(settings)``
+    until SIGTERM. The service is built inside the event loop, where its gRPC server must be
+    made."""
+    configure_logging(settings.log_level)
+
+    async def run() -> None:
+        await build(settings).run()
+
+    asyncio.run(run())

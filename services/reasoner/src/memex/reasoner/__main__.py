@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 from pydantic import ValidationError
 
 from memex.reasoner.config import ReasonerSettings
 from memex.reasoner.server import build
-from memex.shared.logs import configure_logging
+from memex.shared.server import serve
 from memex.shared.settings import describe_invalid
-
-
-async def _main(settings: ReasonerSettings) -> None:
-    await build(settings).run()
 
 
 def main() -> None:
@@ -24,8 +19,7 @@ def main() -> None:
     except ValidationError as exc:
         print(describe_invalid(exc, ReasonerSettings), file=sys.stderr)
         sys.exit(2)
-    configure_logging(settings.log_level)
-    asyncio.run(_main(settings))
+    serve(settings, build)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ notes dated in a window (no gRPC)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from memex.retrieval.history.versions import (
     split_version,
 )
 from memex.retrieval.store.base import ChunkView, NoteMeta, Store
+from memex.shared.dates import optional_day
 from memex.shared.errors import InvalidArgument, NotFound
 
 
@@ -67,21 +67,12 @@ MAX_LIST = 1000
 DEFAULT_LIST = 50
 
 
-def _day(value: str, name: str) -> str:
-    if not value:
-        return ""
-    try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        raise InvalidArgument(f"{name} {value!r} is not a date: write YYYY-MM-DD") from None
-
-
 async def list_notes(
     store: Store, tenant: str, since: str = "", until: str = "", limit: int = 0
 ) -> list[NoteMeta]:
     """The notes dated ``since``..``until`` (inclusive, either may be empty), newest first (ties
     by path), at most ``limit`` (0: 50). InvalidArgument for a bad date, window or limit."""
-    start, end = _day(since, "since"), _day(until, "until")
+    start, end = optional_day(since, "since"), optional_day(until, "until")
     if start and end and end < start:
         raise InvalidArgument(f"until ({end}) is before since ({start}): swap them or widen")
     if limit < 0 or limit > MAX_LIST:

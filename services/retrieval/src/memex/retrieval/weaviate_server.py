@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -153,7 +153,36 @@ def is_ready(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-class WeaviateServer:
+class StoppedOnExit:
+    """Something a ``with`` block brings up and stops on leaving; stopped too when bringing it up
+    fails, so a half-started server or cluster leaves no process behind."""
+
+    def bring_up(self) -> None:
+        """Starts it and waits until it is ready."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stops it. Idempotent."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.bring_up()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class WeaviateServer(StoppedOnExit):
     """One throwaway Weaviate process on loopback: ``start()``, ``wait_ready()``, ``stop()``."""
 
     def __init__(
@@ -245,22 +274,10 @@ class WeaviateServer:
         except OSError:
             return "(no log)"
 
-    def __enter__(self) -> WeaviateServer:
+    def bring_up(self) -> None:
+        """``start()``, then ``wait_ready()``."""
         self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self.wait_ready()
 
 
 class WeaviateServerSettings(BaseSettings):

@@ -10,10 +10,9 @@ import contextlib
 import secrets
 import socket
 from pathlib import Path
-from types import TracebackType
 
 from memex.retrieval.weaviate_peers import Peer
-from memex.retrieval.weaviate_server import WeaviatePorts, WeaviateServer
+from memex.retrieval.weaviate_server import StoppedOnExit, WeaviatePorts, WeaviateServer
 
 
 def cluster_ports(nodes: int) -> list[WeaviatePorts]:
@@ -56,7 +55,7 @@ def free_raft_pair() -> int:
     raise RuntimeError("no two consecutive free ports on loopback")
 
 
-class WeaviateCluster:
+class WeaviateCluster(StoppedOnExit):
     """``nodes`` Weaviate processes sharing one API key, each with its own data directory
     under ``root`` (``node0``, ``node1``, ...); nodes can be killed and started again."""
 
@@ -92,18 +91,6 @@ class WeaviateCluster:
         for server in self.servers:
             server.stop()
 
-    def __enter__(self) -> WeaviateCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def bring_up(self) -> None:
+        """``start()`` with its default timeout."""
+        self.start()

@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from memex.retrieval.embedder import MODEL_META
 from memex.retrieval.history.versions import (
@@ -40,6 +41,8 @@ from memex.retrieval.store.base import (
     Vector,
 )
 from memex.retrieval.store.filters import apply_query
+
+T = TypeVar("T")
 
 
 class MemoryAsOf:
@@ -138,18 +141,23 @@ class MemoryAsOf:
 
     async def get_chunks(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, ChunkView]:
         """See ``Store.get_chunks``; an archived chunk comes with its version's metadata."""
-        live, old = self._split_chunks(chunk_ids)
-        found = await self._store.get_chunks(self._tenant, live) if live else {}
-        if old:
-            found |= await self._store.get_chunks(self._history, old)
-        return found
+        return await self._read_both(self._store.get_chunks, *self._split_chunks(chunk_ids))
 
     async def chunk_notes(self, tenant: str, chunk_ids: Sequence[str]) -> dict[str, NoteMeta]:
         """See ``Store.chunk_notes``."""
-        live, old = self._split_chunks(chunk_ids)
-        found = await self._store.chunk_notes(self._tenant, live) if live else {}
+        return await self._read_both(self._store.chunk_notes, *self._split_chunks(chunk_ids))
+
+    async def _read_both(
+        self,
+        read: Callable[[str, list[str]], Awaitable[dict[str, T]]],
+        live: list[str],
+        old: list[str],
+    ) -> dict[str, T]:
+        """``read`` of the ``live`` ids from the live tenant and of the ``old`` (archived) ones
+        from the history tenant, as one dict; a tenant with no ids is not asked."""
+        found = await read(self._tenant, live) if live else {}
         if old:
-            found |= await self._store.chunk_notes(self._history, old)
+            found |= await read(self._history, old)
         return found
 
     def _split_chunks(self, chunk_ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -181,10 +189,7 @@ class MemoryAsOf:
         """See ``Store.get_notes``."""
         live = [i for i in note_ids if split_version(i) is None and self._holds(i)]
         old = [i for i in note_ids if i in self._old_notes]
-        found = await self._store.get_notes(self._tenant, live) if live else {}
-        if old:
-            found |= await self._store.get_notes(self._history, old)
-        return found
+        return await self._read_both(self._store.get_notes, live, old)
 
     async def linked_notes(self, tenant: str, note_ids: Sequence[str]) -> dict[str, set[str]]:
         """See ``Store.linked_notes``: today's links, between the versions that held."""
@@ -240,23 +245,29 @@ class MemoryAsOf:
         self, tenant: str, vector: Vector, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """See ``Store.search_records_vector``."""
-        store = self._store
-        hits = await store.search_records_vector(self._tenant, vector, k + self._extra, flt)
-        hits = [h for h in hits if h.id not in self._hidden_records]
-        if self._old_records and self._history_vectors:
-            old = await store.search_records_vector(self._history, vector, k + self._extra, flt)
-            hits += [h for h in old if h.id in self._old_records]
-        return _best(hits, k)
+        return await self._record_hits(
+            lambda where, n: self._store.search_records_vector(where, vector, n, flt),
+            k,
+            history=self._history_vectors,
+        )
 
     async def search_records_keyword(
         self, tenant: str, query: str, k: int, flt: SearchFilter
     ) -> list[Hit]:
         """See ``Store.search_records_keyword``."""
-        store = self._store
-        hits = await store.search_records_keyword(self._tenant, query, k + self._extra, flt)
+        return await self._record_hits(
+            lambda where, n: self._store.search_records_keyword(where, query, n, flt), k
+        )
+
+    async def _record_hits(
+        self, search: Callable[[str, int], Awaitable[list[Hit]]], k: int, *, history: bool = True
+    ) -> list[Hit]:
+        """The best ``k`` hits of ``search`` (given a tenant and how many to find) among the live
+        records that held and, unless ``history`` is off, the archived versions that held."""
+        hits = await search(self._tenant, k + self._extra)
         hits = [h for h in hits if h.id not in self._hidden_records]
-        if self._old_records:
-            old = await store.search_records_keyword(self._history, query, k + self._extra, flt)
+        if self._old_records and history:
+            old = await search(self._history, k + self._extra)
             hits += [h for h in old if h.id in self._old_records]
         return _best(hits, k)
 
@@ -276,22 +287,23 @@ class MemoryAsOf:
     ) -> list[Record]:
         """See ``Store.query_records``: live records that held, and archived versions that held
         under their own ids, filtered, sorted and capped as one list."""
-        store = self._store
         more = limit + self._extra
-        live = await store.query_records(self._tenant, collection, conditions, sort, more)
-        found = [r for r in live if r.ref not in self._hidden_records]
-        if self._old_records:
-            old = await store.query_records(self._history, collection, conditions, sort, more)
-            found += [_unversioned(r) for r in old if r.ref in self._old_records]
+        found = await self._held_records(
+            lambda where: self._store.query_records(where, collection, conditions, sort, more)
+        )
         return apply_query(found, (), sort, limit)
 
     async def records_about(self, tenant: str, entity_id: str) -> list[Record]:
         """See ``Store.records_about``: live records that held, and archived versions that held
         under their own ids."""
-        live = await self._store.records_about(self._tenant, entity_id)
-        found = [r for r in live if r.ref not in self._hidden_records]
+        return await self._held_records(lambda where: self._store.records_about(where, entity_id))
+
+    async def _held_records(self, read: Callable[[str], Awaitable[list[Record]]]) -> list[Record]:
+        """``read`` of the live tenant's records that held, and of the history tenant's archived
+        versions that held, under their own ids."""
+        found = [r for r in await read(self._tenant) if r.ref not in self._hidden_records]
         if self._old_records:
-            old = await self._store.records_about(self._history, entity_id)
+            old = await read(self._history)
             found += [_unversioned(r) for r in old if r.ref in self._old_records]
         return found
 

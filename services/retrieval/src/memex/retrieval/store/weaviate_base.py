@@ -18,7 +18,12 @@ from weaviate.classes.tenants import Tenant
 from weaviate.exceptions import UnexpectedStatusCodeError
 
 from memex.retrieval.store import weaviate_codec as codec
-from memex.retrieval.store.weaviate_calls import _open_client, _reachable, mapped_errors
+from memex.retrieval.store.weaviate_calls import (
+    _open_client,
+    _reachable,
+    closed_on_failure,
+    mapped_errors,
+)
 from memex.retrieval.store.weaviate_leader import LEADER_WAIT, wait_for_leader
 from memex.retrieval.store.weaviate_replication import (
     WATCH_INTERVAL,
@@ -117,16 +122,8 @@ class WeaviateCollections:
                 timeout=timeout,
                 policy=policy,
             )
-            try:
+            async with closed_on_failure(client, f"Weaviate at {node}"):
                 await store._ensure_schema()
-            except UnexpectedStatusCodeError as exc:
-                await client.close()
-                if exc.status_code == 401:
-                    raise FailedPrecondition(f"Weaviate at {node} refused the API key") from exc
-                raise
-            except BaseException:
-                await client.close()
-                raise
             if len(nodes) > 1 and policy.retry_seconds > 0:
                 store._watch = asyncio.create_task(store._watch_node())
             return store

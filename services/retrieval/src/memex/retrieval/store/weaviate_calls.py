@@ -13,7 +13,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import weaviate
@@ -142,15 +142,26 @@ async def _open_client(
         ),
     )
     where = f"Weaviate at {node.host}:{node.http_port}"
+    async with closed_on_failure(client, where):
+        try:
+            await client.connect()
+            if not await client.is_ready():
+                raise Unavailable(f"{where} is not ready; is it still starting?")
+        except (WeaviateConnectionError, WeaviateStartUpError) as exc:
+            raise Unavailable(
+                f"{where} is not reachable; start it with `memex up --store weaviate`"
+            ) from exc
+    return client
+
+
+@contextlib.asynccontextmanager
+async def closed_on_failure(
+    client: weaviate.WeaviateAsyncClient, where: str
+) -> AsyncIterator[None]:
+    """Closes ``client`` when the block fails, so a store that never opened leaves no connection
+    behind; a 401 from ``where`` becomes FailedPrecondition (the API key is wrong)."""
     try:
-        await client.connect()
-        if not await client.is_ready():
-            raise Unavailable(f"{where} is not ready; is it still starting?")
-    except (WeaviateConnectionError, WeaviateStartUpError) as exc:
-        await client.close()
-        raise Unavailable(
-            f"{where} is not reachable; start it with `memex up --store weaviate`"
-        ) from exc
+        yield
     except UnexpectedStatusCodeError as exc:
         await client.close()
         if exc.status_code == 401:
@@ -159,4 +170,3 @@ async def _open_client(
     except BaseException:
         await client.close()
         raise
-    return client

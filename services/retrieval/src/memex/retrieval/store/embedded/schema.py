@@ -102,19 +102,7 @@ def match_expression(query: str) -> str | None:
 def note_filter(flt: SearchFilter, alias: str = "n") -> tuple[str, list[Any]]:
     """SQL conditions on the notes table (alias ``n``) for a filter, with their parameters.
     Only fixed fragments are concatenated; every value is a bound parameter."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if flt.date_from:
-        clauses.append(f"{alias}.date >= ?")
-        params.append(flt.date_from)
-    if flt.date_to:
-        clauses.append(f"{alias}.date <= ?")
-        params.append(flt.date_to)
-    if not flt.include_sensitive:
-        clauses.append(f"{alias}.sensitive = 0")
-    for tag in flt.tags:
-        clauses.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
-        params.append(tag)
+    clauses, params = _common_conditions(flt, alias, date_guard="")
     if flt.note_ids is not None:
         clauses.append(f"{alias}.id IN (SELECT value FROM json_each(?))")
         params.append(_json_list(sorted(flt.note_ids)))
@@ -123,20 +111,30 @@ def note_filter(flt: SearchFilter, alias: str = "n") -> tuple[str, list[Any]]:
 
 def record_filter(flt: SearchFilter, alias: str = "r") -> tuple[str, list[Any]]:
     """SQL conditions on the records table for a filter (collections are required)."""
-    clauses = [f"{alias}.collection IN (SELECT value FROM json_each(?))"]
-    params: list[Any] = [_json_list(list(flt.collections))]
+    collections = f"{alias}.collection IN (SELECT value FROM json_each(?))"
+    clauses, params = _common_conditions(flt, alias, date_guard=f"{alias}.date IS NOT NULL AND ")
+    return " AND ".join([collections, *clauses]), [_json_list(list(flt.collections)), *params]
+
+
+def _common_conditions(
+    flt: SearchFilter, alias: str, date_guard: str
+) -> tuple[list[str], list[Any]]:
+    """The conditions notes and records share: the date bounds (each after ``date_guard``), the
+    sensitivity and the tags."""
+    clauses: list[str] = []
+    params: list[Any] = []
     if flt.date_from:
-        clauses.append(f"{alias}.date IS NOT NULL AND {alias}.date >= ?")
+        clauses.append(f"{date_guard}{alias}.date >= ?")
         params.append(flt.date_from)
     if flt.date_to:
-        clauses.append(f"{alias}.date IS NOT NULL AND {alias}.date <= ?")
+        clauses.append(f"{date_guard}{alias}.date <= ?")
         params.append(flt.date_to)
     if not flt.include_sensitive:
         clauses.append(f"{alias}.sensitive = 0")
     for tag in flt.tags:
         clauses.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
         params.append(tag)
-    return " AND ".join(clauses), params
+    return clauses, params
 
 
 def is_trivial(flt: SearchFilter) -> bool:
