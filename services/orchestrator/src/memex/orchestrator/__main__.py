@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 
@@ -11,22 +10,17 @@ from pydantic import ValidationError
 from memex.orchestrator.config import OrchestratorSettings
 from memex.orchestrator.server import build
 from memex.shared.errors import MemexError
-from memex.shared.logs import configure_logging
+from memex.shared.server import serve
 from memex.shared.settings import describe_invalid
 
 log = logging.getLogger("memex.orchestrator")
 
 
-async def _serve(settings: OrchestratorSettings) -> None:
-    await build(settings).run()
-
-
 def main() -> None:
     """Parses settings once, configures logging, and serves until SIGTERM."""
     settings = load_settings()
-    configure_logging(settings.log_level)
     try:
-        asyncio.run(_serve(settings))
+        serve(settings, build)
     except MemexError as exc:  # e.g. its PostgreSQL cannot be reached: one line, no traceback
         log.error("orchestrator cannot run: %s", exc.message)
         raise SystemExit(1) from None

@@ -10,11 +10,11 @@ whatever a retrieval store does. Which callers may ask for sensitive items is th
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memex.orchestrator.memory.items import Note, Record, ShownItem
+from memex.shared.dates import optional_day
 from memex.shared.errors import InvalidArgument, PermissionDenied
 
 MAX_K = 100
@@ -114,15 +114,6 @@ class Scope:
         return record
 
 
-def _date(value: str, name: str) -> str:
-    if not value:
-        return ""
-    try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        raise InvalidArgument(f"{name} {value!r} is not a date: write YYYY-MM-DD") from None
-
-
 def check_count(value: int, name: str, most: int) -> int:
     """``value`` when it lies in 0..most; else InvalidArgument naming the range."""
     if value < 0 or value > most:
@@ -141,7 +132,7 @@ def scope(
 ) -> Scope:
     """A validated scope: dates are YYYY-MM-DD and until is not before since
     (InvalidArgument saying what to fix otherwise)."""
-    start, end = _date(since, "since"), _date(until, "until")
+    start, end = optional_day(since, "since"), optional_day(until, "until")
     if start and end and end < start:
         raise InvalidArgument(f"until ({end}) is before since ({start}): swap them or widen")
     clean_tags = tuple(t.strip().lstrip("#").casefold() for t in tags if t.strip())
