@@ -60,9 +60,11 @@ def test_the_demo_question_gets_a_right_answer_citing_its_note(
     # The why, cited too (issue 35): the worktop charge was dropped because its mark is on the
     # check-in inventory. The £120 carpet deduction stands beside the amount in any answer; the
     # "why" was once read into the check-out ("because he noticed a scuff ... 'that's fine'").
-    reason = re.compile(r"inventory|worktop", re.IGNORECASE)
-    assert reason.search(result["answer"]), result["answer"]
-    assert any(reason.search(c["quote"]) for c in result["citations"]), result["citations"]
+    # The sentence that gives it must cite a note memex checked. The quote shown for that note may
+    # be another of its sentences (a CI run on a busy machine cited the amount's sentence only),
+    # so the reason is looked for in the cited sentence of the answer, not in the quote.
+    why = re.search(r"(?i)(?:inventory|worktop)[^\[]*(\[\[[^\]]+\]\])", result["answer"])
+    assert why and why.group(1) in refs, result["answer"]
     assert "scuff" not in result["answer"], result["answer"]
     assert result["model"] == DEFAULT_MODEL
     assert result["stages"][:1] == ["retrieve"]  # one model call: no plan hop for this question
