@@ -131,20 +131,26 @@ KNOWN = frozenset(
 )
 
 
-def violations(part: str) -> list[tuple[str, str]]:
-    """The forbidden imports in one part's sources, each as its ``path: module`` (what ``KNOWN``
-    holds) and ``path:line: module (rule)``."""
-    found = []
+def part_imports(part: str) -> Iterator[tuple[Path, int, str]]:
+    """Every import in one part's sources (generated code aside), as (file, line, module)."""
     src = SOURCES[part].parents[1]  # .../src, the root of the dotted names
     for path in sorted(SOURCES[part].rglob("*.py")):
         if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
             continue
         package = ".".join(path.parent.relative_to(src).parts)
         source = path.read_text(encoding="utf-8")
-        where = path.relative_to(REPO_ROOT)
         for line, module in imported_modules(source, package, str(path)):
-            if rule := forbidden(part, module):
-                found.append((f"{where}: {module}", f"{where}:{line}: {module} ({rule})"))
+            yield path, line, module
+
+
+def violations(part: str) -> list[tuple[str, str]]:
+    """The forbidden imports in one part's sources, each as its ``path: module`` (what ``KNOWN``
+    holds) and ``path:line: module (rule)``."""
+    found = []
+    for path, line, module in part_imports(part):
+        if rule := forbidden(part, module):
+            where = path.relative_to(REPO_ROOT)
+            found.append((f"{where}: {module}", f"{where}:{line}: {module} ({rule})"))
     return found
 
 
@@ -187,16 +193,11 @@ def touches_protobuf(module: str) -> bool:
 
 def test_only_the_orchestrators_wire_touches_protobuf() -> None:
     root = SOURCES["orchestrator"]
-    src = root.parents[1]
-    found = []
-    for path in sorted(root.rglob("*.py")):
-        inside = path.relative_to(root).parts
-        if inside[0] in WIRE or inside[0] == "v1":
-            continue
-        package = ".".join(path.parent.relative_to(src).parts)
-        for line, module in imported_modules(path.read_text(encoding="utf-8"), package):
-            if touches_protobuf(module):
-                found.append(f"{path.relative_to(REPO_ROOT)}:{line}: {module}")
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{line}: {module}"
+        for path, line, module in part_imports("orchestrator")
+        if path.relative_to(root).parts[0] not in WIRE and touches_protobuf(module)
+    ]
     assert found == [], "translate protobuf in the orchestrator's wire/ only"
 
 
